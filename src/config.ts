@@ -1,0 +1,101 @@
+import envSchema from 'env-schema';
+import { Type, type Static } from 'typebox';
+
+const EnvSchema = Type.Object({
+  PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 8080 }),
+  HOST: Type.String({ minLength: 1, default: '127.0.0.1' }),
+  BASE_URL: Type.Optional(Type.String({ pattern: '^https?://[^/?#\\s]+(/[^?#\\s]*)?$' })),
+  DATABASE_URL: Type.String({ pattern: '^(sqlite:.+|postgres(ql)?://.+)$', default: 'sqlite:./data/service.db' }),
+  REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://.+' })),
+  WORKSHOP_URL: Type.String({
+    pattern: '^https?://.*\\{id\\}',
+    default: 'https://steamcommunity.com/sharedfiles/filedetails/?id={id}',
+  }),
+  RATE_LIMIT_V1: Type.Integer({ minimum: 0, default: 300 }),
+  RATE_LIMIT_V4: Type.Integer({ minimum: 0, default: 3000 }),
+  TRUST_PROXY: Type.Optional(Type.String({ minLength: 1 })),
+  LOG_LEVEL: Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], { default: 'info' }),
+});
+
+type Env = Static<typeof EnvSchema>;
+
+export interface Config {
+  port: number;
+  host: string;
+  /** Public base address without a trailing slash; every emitted URL derives from it. */
+  baseUrl: string;
+  /** Host (and port) of BASE_URL: the v1 signing host. */
+  publicHost: string;
+  database: { kind: 'sqlite'; path: string } | { kind: 'postgres'; url: string };
+  redisUrl: string | undefined;
+  workshopUrl: string;
+  rateLimitV1: number;
+  rateLimitV4: number;
+  logLevel: string;
+  /** Fastify's trustProxy: whether X-Forwarded-For decides the client IP (rate limits). */
+  trustProxy: boolean | number | string;
+}
+
+export class ConfigError extends Error {}
+
+/** Reads and validates the environment; throws ConfigError naming the variable on a bad value. */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const data = Object.fromEntries(Object.keys(EnvSchema.properties).map((key) => [key, env[key] === '' ? undefined : env[key]]));
+  let parsed: Env;
+  try {
+    parsed = envSchema<Env>({ schema: EnvSchema, data });
+  } catch (error) {
+    throw new ConfigError(describeEnvError(error));
+  }
+  const baseUrl = (parsed.BASE_URL ?? `http://localhost:${parsed.PORT}`).replace(/\/+$/, '');
+  const url = new URL(baseUrl);
+  return {
+    port: parsed.PORT,
+    host: parsed.HOST,
+    baseUrl,
+    publicHost: url.host,
+    database: parsed.DATABASE_URL.startsWith('sqlite:')
+      ? { kind: 'sqlite', path: parsed.DATABASE_URL.slice('sqlite:'.length) }
+      : { kind: 'postgres', url: parsed.DATABASE_URL },
+    redisUrl: parsed.REDIS_URL,
+    workshopUrl: parsed.WORKSHOP_URL,
+    rateLimitV1: parsed.RATE_LIMIT_V1,
+    rateLimitV4: parsed.RATE_LIMIT_V4,
+    logLevel: parsed.LOG_LEVEL,
+    trustProxy: parseTrustProxy(parsed.TRUST_PROXY),
+  };
+}
+
+/** "true"/"false", a hop count, or a comma-separated list of proxy addresses or CIDRs. */
+function parseTrustProxy(value: string | undefined): boolean | number | string {
+  if (value === undefined || value === 'false') return false;
+  if (value === 'true') return true;
+  if (/^\d+$/.test(value)) return Number(value);
+  return value;
+}
+
+function describeEnvError(error: unknown): string {
+  const errors = (error as { errors?: Array<{ instancePath?: string; params?: Record<string, unknown>; message?: string }> })
+    .errors;
+  const first = errors?.[0];
+  if (!first) return String((error as Error).message ?? error);
+  const variable = first.instancePath?.replace(/^\//, '') || String(first.params?.missingProperty ?? 'environment');
+  if (first.params?.allowedValues) return `${variable} must be one of ${(first.params.allowedValues as string[]).join(', ')}`;
+  if (first.params?.pattern) return `${variable} has an invalid value (${describePattern(variable)})`;
+  return `${variable} ${first.message ?? 'is invalid'}`;
+}
+
+function describePattern(variable: string): string {
+  switch (variable) {
+    case 'BASE_URL':
+      return 'expected an http(s) URL such as https://api.example.com';
+    case 'DATABASE_URL':
+      return 'expected sqlite:PATH or postgres://…';
+    case 'REDIS_URL':
+      return 'expected redis://…';
+    case 'WORKSHOP_URL':
+      return 'expected an http(s) URL containing {id}';
+    default:
+      return 'see the configuration table in README.md';
+  }
+}

@@ -1,0 +1,71 @@
+import FindMyWay, { type HTTPMethod } from 'find-my-way';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { ApiError, codeForStatus } from './errors.ts';
+
+const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
+
+/**
+ * Installs the error model on the root instance: ApiError and Fastify's own errors become
+ * {"code","message","details"?}; unknown paths are 404, known paths with another method 405
+ * with an Allow header. Must be called before any route is registered.
+ */
+export function installErrorModel(app: FastifyInstance): void {
+  // A second router that only knows which methods exist per path, so a miss can be told
+  // apart as 404 (no such path) or 405 (path exists, method does not).
+  const routes = FindMyWay({ ignoreTrailingSlash: true, ignoreDuplicateSlashes: true });
+  app.addHook('onRoute', (route) => {
+    for (const method of [route.method].flat().map((name) => name.toUpperCase() as HTTPMethod)) {
+      if (!routes.hasRoute(method, route.url)) routes.on(method, route.url, () => {});
+    }
+  });
+
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?', 1)[0] ?? '/';
+    const allowed = METHODS.filter((method) => routes.find(method, path) !== null);
+    if (allowed.length > 0) {
+      return sendError(reply, new ApiError(405, `${request.method} is not supported on ${path}`, { headers: { allow: allowed.join(', ') } }));
+    }
+    return sendError(reply, new ApiError(404, `No resource at ${path}`));
+  });
+
+  app.setErrorHandler((error: FastifyError, request, reply) => sendError(reply, toApiError(error, request)));
+}
+
+export function sendError(reply: FastifyReply, error: ApiError): FastifyReply {
+  for (const [name, value] of Object.entries(error.headers)) reply.header(name, value);
+  return reply.code(error.statusCode).type('application/json; charset=utf-8').send(error.toBody());
+}
+
+export function toApiError(error: FastifyError | ApiError, request: FastifyRequest): ApiError {
+  if (error instanceof ApiError) return error;
+  if (error.validation) {
+    return new ApiError(400, error.message, {
+      details: error.validation.map((issue) => ({
+        location: error.validationContext,
+        path: issue.instancePath || undefined,
+        message: issue.message,
+      })),
+    });
+  }
+  const status = error.statusCode ?? 500;
+  if (status >= 400 && status < 500) {
+    return new ApiError(status, clientMessage(error), { code: codeForStatus(status) });
+  }
+  request.log.error({ err: error }, 'unhandled error');
+  return new ApiError(500, 'Internal server error', { details: { requestId: request.id } });
+}
+
+function clientMessage(error: FastifyError): string {
+  switch (error.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return 'Request body is larger than the 1 MiB limit';
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return 'Unsupported Content-Type';
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return 'Body is empty but Content-Type is application/json';
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return `Malformed JSON body: ${error.message}`;
+    default:
+      return error.message;
+  }
+}

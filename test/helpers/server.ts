@@ -1,0 +1,139 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import type { FastifyInstance } from 'fastify';
+import pg from 'pg';
+import { buildApp } from '../../src/app.ts';
+import { loadConfig, type Config } from '../../src/config.ts';
+
+/** The canonical host every test server signs for (BASE_URL). */
+export const TEST_HOST = 'api.test.example';
+
+export interface Reply {
+  status: number;
+  headers: Headers;
+  text: string;
+  /** The body parsed as JSON (undefined when empty). */
+  body: any;
+}
+
+export interface RequestOptions {
+  headers?: Record<string, string>;
+  /** Sent as is when a string or Buffer, as JSON (with its Content-Type) otherwise. */
+  body?: unknown;
+}
+
+export interface TestServer {
+  app: FastifyInstance;
+  config: Config;
+  /** Where the server listens, e.g. http://127.0.0.1:41234 */
+  url: string;
+  logs: string[];
+  request(method: string, path: string, options?: RequestOptions): Promise<Reply>;
+  close(): Promise<void>;
+}
+
+export interface TestDatabase {
+  /** DATABASE_URL for a server using this database. */
+  url: string;
+  drop(): Promise<void>;
+}
+
+/**
+ * A fresh, empty database: a temp SQLite file, or with DATABASE_URL=postgres://… set, a new
+ * schema in that database that only this server sees.
+ */
+export async function freshDatabase(): Promise<TestDatabase> {
+  const target = process.env.DATABASE_URL;
+  if (target?.startsWith('postgres')) {
+    const schema = `t_${randomBytes(6).toString('hex')}`;
+    const admin = new pg.Client({ connectionString: target });
+    await admin.connect();
+    await admin.query(`create schema ${schema}`);
+    await admin.end();
+    const url = new URL(target);
+    url.searchParams.set('options', `-c search_path=${schema},public`);
+    return {
+      url: url.toString(),
+      async drop() {
+        const client = new pg.Client({ connectionString: target });
+        await client.connect();
+        await client.query(`drop schema if exists ${schema} cascade`);
+        await client.end();
+      },
+    };
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'svc-test-'));
+  return { url: `sqlite:${join(dir, 'test.db')}`, drop: async () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+export interface StartOptions {
+  env?: Record<string, string>;
+  /** Share a database between servers (several instances). */
+  database?: TestDatabase;
+  rateLimitNamespace?: string;
+  /** Runs before the server listens: add test-only routes here. */
+  beforeListen?: (app: FastifyInstance) => void | Promise<void>;
+}
+
+export async function startServer(options: StartOptions = {}): Promise<TestServer> {
+  const ownDatabase = options.database === undefined;
+  const database = options.database ?? (await freshDatabase());
+  const config = loadConfig({
+    BASE_URL: `https://${TEST_HOST}`,
+    LOG_LEVEL: 'info',
+    RATE_LIMIT_V1: '0',
+    RATE_LIMIT_V4: '0',
+    ...options.env,
+    DATABASE_URL: database.url,
+  });
+  const logs: string[] = [];
+  const logStream = new Writable({
+    write(chunk, _encoding, done) {
+      logs.push(...chunk.toString().split('\n').filter(Boolean));
+      done();
+    },
+  });
+  const app = await buildApp({
+    config,
+    logStream,
+    rateLimitNamespace: options.rateLimitNamespace ?? `test:${randomBytes(6).toString('hex')}:`,
+  });
+  await options.beforeListen?.(app);
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const address = app.server.address();
+  const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+  return {
+    app,
+    config,
+    url,
+    logs,
+    request: (method, path, requestOptions) => send(url, method, path, requestOptions),
+    async close() {
+      await app.close();
+      if (ownDatabase) await database.drop();
+    },
+  };
+}
+
+export async function send(baseUrl: string, method: string, path: string, options: RequestOptions = {}): Promise<Reply> {
+  const headers: Record<string, string> = { ...options.headers };
+  let body: string | Blob | undefined;
+  if (typeof options.body === 'string') body = options.body;
+  else if (Buffer.isBuffer(options.body)) body = new Blob([new Uint8Array(options.body)]);
+  else if (options.body !== undefined) {
+    body = JSON.stringify(options.body);
+    headers['content-type'] ??= 'application/json';
+  }
+  const response = await fetch(baseUrl + path, { method, headers, body, redirect: 'manual' });
+  const text = await response.text();
+  let parsed: unknown;
+  try {
+    parsed = text === '' ? undefined : JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  return { status: response.status, headers: response.headers, text, body: parsed };
+}
