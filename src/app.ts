@@ -9,7 +9,10 @@ import { migrateToLatest } from './db/migrate.ts';
 import { installErrorModel } from './http/error-handler.ts';
 import { healthRoutes } from './http/health.ts';
 import { OneLinePerRequest } from './http/request-log.ts';
+import { v4Api } from './http/v4-api.ts';
 import { legacyApi } from './legacy/index.ts';
+import { oauthEndpoints } from './oauth/index.ts';
+import { webPages } from './web/index.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -83,5 +86,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   installErrorModel(app);
   await app.register(healthRoutes);
   await app.register(legacyApi, { prefix: '/v1' });
+  await app.register(oauthEndpoints, { prefix: '/v4' });
+  await app.register(v4Api, { prefix: '/v4' });
+  await app.register(webPages);
   return app;
 }

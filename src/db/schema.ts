@@ -5,10 +5,154 @@ export interface UsersTable {
   user_id: string;
   public_key: string | null;
   created_at: number;
+  /** Display form; unique case-insensitively. Null for v1-only users. */
+  username: string | null;
+  /** Lowercased; unique. */
+  email: string | null;
+  /** argon2id PHC string; null: no password sign-in. */
+  password_hash: string | null;
+  /** Base32 TOTP secret; null: no two-step verification. */
+  totp_secret: string | null;
+  private_key: string | null;
+}
+
+export interface TrustedDevicesTable {
+  /** SHA-256 of device id and user id. */
+  device_hash: string;
+  user_id: string;
+  created_at: number;
+}
+
+export interface ApplicationsTable {
+  client_id: string;
+  name: string;
+  /** JSON array of exact redirect URIs. */
+  redirect_uris: string;
+  /** Space-separated scopes the application may ask for. */
+  scopes: string;
+  /** SHA-256 of the secret (base64url); null for a public client. */
+  secret_hash: string | null;
+  created_at: number;
+}
+
+export interface WebSessionsTable {
+  session_hash: string;
+  user_id: string;
+  mfa_pending: number;
+  created_at: number;
+  expires_at: number;
+}
+
+export interface InteractionsTable {
+  interaction_hash: string;
+  client_id: string;
+  scope: string;
+  redirect_uri: string | null;
+  state: string | null;
+  code_challenge: string | null;
+  device_id: string | null;
+  device_code: string | null;
+  expires_at: number;
+}
+
+export interface SessionsTable {
+  session_id: string;
+  user_id: string;
+  client_id: string;
+  scope: string;
+  access_token_hash: string;
+  access_expires_at: number;
+  refresh_token_hash: string;
+  refresh_expires_at: number;
+  created_at: number;
+}
+
+export interface RotatedRefreshTokensTable {
+  refresh_token_hash: string;
+  session_id: string;
+  expires_at: number;
+}
+
+export interface AuthorizationCodesTable {
+  code_hash: string;
+  client_id: string;
+  user_id: string;
+  redirect_uri: string;
+  scope: string;
+  code_challenge: string;
+  device_id: string | null;
+  expires_at: number;
+  used_at: number | null;
+  session_id: string | null;
+}
+
+export interface DeviceAuthorizationsTable {
+  device_code: string;
+  /** Eight characters without the hyphen, uppercase. */
+  user_code: string;
+  client_id: string;
+  scope: string;
+  code_challenge: string;
+  status: 'pending' | 'approved' | 'denied' | 'consumed';
+  user_id: string | null;
+  interval_seconds: number;
+  last_polled_at: number | null;
+  expires_at: number;
+}
+
+/** A user's registration of a workshop mod; booleans are stored as 0/1. */
+export interface ModsTable {
+  mod_id: string;
+  user_id: string;
+  name: string;
+  confirmed: number;
+  confirmation_code: string;
+  pull_url: string | null;
+  created_at: number;
+}
+
+export interface EngramsTable {
+  /** MD5 of the lowercase path, hexadecimal. */
+  uid: string;
+  path: string;
+  class: string;
+  label: string;
+  /** Bitmask: Island 1, Scorched 2, Center 4, Ragnarok 8, Abberation 16. */
+  availability: number;
+  can_blueprint: number;
+  mod_id: string | null;
+  /** The registrant of mod_id; (mod_id, user_id) references mods. */
+  user_id: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface DocumentsTable {
+  document_id: string;
+  user_id: string;
+  name: string;
+  description: string;
+  revision: number;
+  download_count: number;
+  /** The document exactly as posted. */
+  content: string;
+  created_at: number;
+  last_updated: number;
 }
 
 export interface Schema {
   users: UsersTable;
+  mods: ModsTable;
+  engrams: EngramsTable;
+  documents: DocumentsTable;
+  trusted_devices: TrustedDevicesTable;
+  applications: ApplicationsTable;
+  web_sessions: WebSessionsTable;
+  interactions: InteractionsTable;
+  sessions: SessionsTable;
+  rotated_refresh_tokens: RotatedRefreshTokensTable;
+  authorization_codes: AuthorizationCodesTable;
+  device_authorizations: DeviceAuthorizationsTable;
 }
 
 export type { Generated };

@@ -30,3 +30,42 @@ export async function limitRequests(scope: FastifyInstance, options: RateLimitOp
       new ApiError(429, `Rate limit of ${context.max} requests per minute exceeded; retry in ${context.after}`),
   });
 }
+
+export interface FailureLimiter {
+  /** Milliseconds until the key may try again, or 0 when it may try now. */
+  retryAfter(request: FastifyRequest): Promise<number>;
+  recordFailure(request: FastifyRequest): Promise<void>;
+}
+
+/**
+ * Lets `scope` create failure limiters (wrong passwords, wrong codes): only failures count, and
+ * a key over its limit is refused before its attempt is even checked. Shares the store (Redis
+ * or memory) of the request limits.
+ */
+export async function enableFailureLimits(scope: FastifyInstance): Promise<void> {
+  await scope.register(rateLimit, {
+    global: false,
+    ...(scope.redis ? { redis: scope.redis, nameSpace: `${scope.rateLimitNamespace}failures:` } : {}),
+    skipOnError: true,
+  });
+}
+
+export function failureLimiter(
+  scope: FastifyInstance,
+  options: { name: string; max: number; windowMs: number; key: (request: FastifyRequest) => string },
+): FailureLimiter {
+  const check = scope.createRateLimit({
+    max: options.max,
+    timeWindow: options.windowMs,
+    keyGenerator: (request) => `${options.name}:${options.key(request)}`,
+  });
+  return {
+    async retryAfter(request) {
+      const status = await check(request, { increment: false });
+      return !status.isAllowed && status.remaining <= 0 ? Math.max(status.ttl, 1000) : 0;
+    },
+    async recordFailure(request) {
+      await check(request);
+    },
+  };
+}

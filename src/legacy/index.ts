@@ -1,6 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { limitRequests } from '../http/rate-limit.ts';
 import { keepRawBodies } from './body.ts';
+import { engramRoutes } from './engrams/routes.ts';
+import { modRoutes } from './mods/routes.ts';
 import { userRoutes } from './users.ts';
 
 /** The legacy v1 API, mounted under /v1: signed requests, raw bodies, a per-IP rate limit. */
@@ -8,4 +10,6 @@ export async function legacyApi(v1: FastifyInstance): Promise<void> {
   keepRawBodies(v1);
   await limitRequests(v1, { perMinute: v1.config.rateLimitV1, name: 'v1' });
   await v1.register(userRoutes);
+  await v1.register(modRoutes);
+  await v1.register(engramRoutes);
 }

@@ -1,0 +1,125 @@
+import { Command, InvalidArgumentError } from 'commander';
+import { AccountError, createAccount, findAccount, findAccountByLogin, setPassword, setTotpSecret } from '../accounts/accounts.ts';
+import { newTotpSecret, isBase32Secret, totpUri } from '../accounts/totp.ts';
+import { ConfigError, loadConfig } from '../config.ts';
+import { openDatabase, type Database } from '../db/connection.ts';
+import { migrateToLatest } from '../db/migrate.ts';
+import { isUuid, normalizeUuid } from '../http/uuid.ts';
+import { createApplication, deleteApplication, InvalidApplicationError, listApplications } from '../oauth/clients.ts';
+import { OAuthError } from '../oauth/errors.ts';
+
+/** Runs `action` against the configured database, migrated, and closes it afterwards. */
+async function withDatabase<T>(action: (database: Database) => Promise<T>): Promise<T> {
+  const database = openDatabase(loadConfig().database);
+  try {
+    await migrateToLatest(database.db);
+    return await action(database);
+  } finally {
+    await database.close();
+  }
+}
+
+const print = (value: unknown) => process.stdout.write(`${typeof value === 'string' ? value : JSON.stringify(value)}\n`);
+const collect = (value: string, previous: string[] = []) => [...previous, value];
+
+async function resolveUser(database: Database, who: string) {
+  const account = isUuid(who) ? await findAccount(database.db, normalizeUuid(who)) : await findAccountByLogin(database.db, who);
+  if (!account) throw new AccountError(`No user ${who}`);
+  return account;
+}
+
+const program = new Command('admin').description('Administer the content service: applications and users.').showHelpAfterError();
+
+const app = program.command('app').description('OAuth applications (clients)');
+app
+  .command('create')
+  .description('Register an application; a confidential one gets a secret, shown only now')
+  .requiredOption('--name <name>', 'name shown on the consent page')
+  .requiredOption('--redirect-uri <uri>', 'an exact redirect URI (repeat for several)', collect)
+  .option('--scopes <scopes>', 'space-separated scopes it may ask for', 'common')
+  .option('--confidential', 'a confidential client (has a secret)', false)
+  .option('--json', 'print {"client_id","client_secret"} only', false)
+  .action(async (options: { name: string; redirectUri: string[]; scopes: string; confidential: boolean; json: boolean }) => {
+    const created = await withDatabase((database) =>
+      createApplication(database.db, {
+        name: options.name,
+        redirectUris: options.redirectUri,
+        scopes: options.scopes.split(/\s+/).filter(Boolean),
+        confidential: options.confidential,
+      }),
+    );
+    if (options.json) print({ client_id: created.clientId, client_secret: created.clientSecret });
+    else {
+      print(`client_id: ${created.clientId}`);
+      if (created.clientSecret) print(`client_secret: ${created.clientSecret}  (shown once; store it now)`);
+    }
+  });
+app
+  .command('list')
+  .description('List registered applications')
+  .option('--json', 'print a JSON array', false)
+  .action(async (options: { json: boolean }) => {
+    const apps = await withDatabase((database) => listApplications(database.db));
+    const rows = apps.map((a) => ({ client_id: a.clientId, name: a.name, redirect_uris: a.redirectUris, scopes: a.scopes, confidential: a.confidential }));
+    if (options.json) print(rows);
+    else for (const row of rows) print(`${row.client_id}  ${row.name}  ${row.confidential ? 'confidential' : 'public'}  [${row.scopes.join(' ')}]  ${row.redirect_uris.join(' ')}`);
+  });
+app
+  .command('delete')
+  .description('Delete an application and every session and code issued to it')
+  .argument('<client_id>')
+  .action(async (clientId: string) => {
+    if (!(await withDatabase((database) => deleteApplication(database.db, clientId)))) throw new AccountError(`No application ${clientId}`);
+    print(`deleted ${clientId}`);
+  });
+
+const user = program.command('user').description('User accounts');
+user
+  .command('create')
+  .description('Create a user who signs in with a password')
+  .requiredOption('--username <username>')
+  .requiredOption('--email <email>')
+  .requiredOption('--password <password>')
+  .option('--totp-secret <base32>', 'turn on two-step verification with this secret')
+  .option('--json', 'print {"user_id"} only', false)
+  .action(async (options: { username: string; email: string; password: string; totpSecret?: string; json: boolean }) => {
+    const userId = await withDatabase((database) =>
+      createAccount(database.db, { username: options.username, email: options.email, password: options.password, ...(options.totpSecret ? { totpSecret: options.totpSecret } : {}) }),
+    );
+    print(options.json ? { user_id: userId } : `user_id: ${userId}`);
+  });
+user
+  .command('set-password')
+  .description("Set a user's password")
+  .argument('<user>', 'user id, username or email')
+  .requiredOption('--password <password>')
+  .action(async (who: string, options: { password: string }) => {
+    await withDatabase(async (database) => setPassword(database.db, (await resolveUser(database, who)).userId, options.password));
+    print('password set');
+  });
+user
+  .command('totp')
+  .description('Turn on two-step verification (prints the otpauth:// URI to scan), or turn it off')
+  .argument('<user>', 'user id, username or email')
+  .option('--secret <base32>', 'use this secret instead of a new random one')
+  .option('--disable', 'turn two-step verification off', false)
+  .action(async (who: string, options: { secret?: string; disable: boolean }) => {
+    if (options.secret !== undefined && !isBase32Secret(options.secret)) throw new InvalidArgumentError('--secret must be base32, at least 16 characters');
+    const uri = await withDatabase(async (database) => {
+      const account = await resolveUser(database, who);
+      if (options.disable) {
+        await setTotpSecret(database.db, account.userId, null);
+        return undefined;
+      }
+      const secret = options.secret?.toUpperCase().replace(/=+$/, '') ?? newTotpSecret();
+      await setTotpSecret(database.db, account.userId, secret);
+      return totpUri(secret, account.username);
+    });
+    print(uri ?? 'two-step verification turned off');
+  });
+
+program.parseAsync().catch((error: unknown) => {
+  const known = error instanceof AccountError || error instanceof InvalidApplicationError || error instanceof ConfigError || error instanceof OAuthError || error instanceof InvalidArgumentError;
+  process.stderr.write(`error: ${known ? (error as Error).message : (error as Error).stack ?? String(error)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,59 @@
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { findApplication } from './clients.ts';
+import { InvalidRequest, OAuthError, UnsupportedResponseType } from './errors.ts';
+import { createInteraction } from './interactions.ts';
+import { readParams } from './params.ts';
+import { isCodeChallenge } from './pkce.ts';
+import { grantableScope } from './scopes.ts';
+
+/** Sends the browser back to the client with an error (RFC 6749 §4.1.2.1). */
+export function redirectWithError(reply: FastifyReply, redirectUri: string, error: OAuthError, state: string | undefined | null) {
+  const url = new URL(redirectUri);
+  url.searchParams.set('error', error.error);
+  url.searchParams.set('error_description', error.message);
+  if (state) url.searchParams.set('state', state);
+  return reply.code(302).header('location', url.toString()).header('cache-control', 'no-store').send();
+}
+
+/**
+ * GET /v4/login: starts a browser sign-in. Until the client and its redirect URI are known,
+ * errors are 400 JSON; after that they go back to the client's redirect URI.
+ */
+export async function authorizeRoute(app: FastifyInstance): Promise<void> {
+  app.get('/login', async (request, reply) => {
+    const params = readParams(request.query);
+    if (!params.client_id) throw new InvalidRequest('client_id is required');
+    const client = await findApplication(app.database.db, params.client_id);
+    if (!client) throw new InvalidRequest('Unknown client_id');
+    if (!params.redirect_uri) throw new InvalidRequest('redirect_uri is required');
+    if (!client.redirectUris.includes(params.redirect_uri)) throw new InvalidRequest('redirect_uri is not registered for this client');
+
+    let scope: string;
+    try {
+      if (params.response_type !== 'code') throw new UnsupportedResponseType('response_type must be code');
+      if (!params.state) throw new InvalidRequest('state is required');
+      if (params.scope === undefined || params.scope.trim() === '') throw new InvalidRequest('scope is required');
+      scope = grantableScope(params.scope, client.scopes);
+      if (params.code_challenge_method !== 'S256') throw new InvalidRequest('code_challenge_method must be S256');
+      if (!isCodeChallenge(params.code_challenge)) throw new InvalidRequest('code_challenge must be the 43-character base64url SHA-256 of the code_verifier');
+      if (params.device_id !== undefined && (params.device_id === '' || params.device_id.length > 200)) throw new InvalidRequest('device_id must be 1 to 200 characters');
+    } catch (error) {
+      if (error instanceof OAuthError) return redirectWithError(reply, params.redirect_uri, error, params.state);
+      throw error;
+    }
+
+    const interactionId = await createInteraction(app.database.db, {
+      client_id: client.clientId,
+      scope,
+      redirect_uri: params.redirect_uri,
+      state: params.state,
+      code_challenge: params.code_challenge,
+      device_id: params.device_id ?? null,
+      device_code: null,
+    });
+    const loginUrl = `${app.config.baseUrl}/login/${interactionId}`;
+    reply.header('cache-control', 'no-store');
+    if (params.no_redirect === 'true' || params.no_redirect === '1') return { login_url: loginUrl };
+    return reply.code(302).header('location', loginUrl).send();
+  });
+}

@@ -1,0 +1,90 @@
+import { randomUUID } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import type { Schema } from '../db/schema.ts';
+import { isUuid, normalizeUuid } from '../http/uuid.ts';
+import { parseScopes } from './scopes.ts';
+import { hashSecret, newSecret } from './secrets.ts';
+
+/** A registered application (an OAuth client). */
+export interface Application {
+  clientId: string;
+  name: string;
+  redirectUris: string[];
+  scopes: string[];
+  confidential: boolean;
+  secretHash: string | null;
+}
+
+export interface NewApplication {
+  name: string;
+  redirectUris: string[];
+  scopes: string[];
+  confidential: boolean;
+}
+
+export class InvalidApplicationError extends Error {}
+
+/** Registers an application; a confidential one gets a secret, returned once and stored hashed. */
+export async function createApplication(db: Kysely<Schema>, app: NewApplication): Promise<{ clientId: string; clientSecret: string | null }> {
+  if (app.name.trim() === '') throw new InvalidApplicationError('The application needs a name');
+  if (app.redirectUris.length === 0) throw new InvalidApplicationError('The application needs at least one redirect URI');
+  for (const uri of app.redirectUris) checkRedirectUri(uri);
+  parseScopes(app.scopes.join(' '));
+  const clientId = randomUUID();
+  const clientSecret = app.confidential ? newSecret() : null;
+  await db
+    .insertInto('applications')
+    .values({
+      client_id: clientId,
+      name: app.name.trim(),
+      redirect_uris: JSON.stringify(app.redirectUris),
+      scopes: [...new Set(app.scopes)].join(' '),
+      secret_hash: clientSecret === null ? null : hashSecret(clientSecret),
+      created_at: Date.now(),
+    })
+    .execute();
+  return { clientId, clientSecret };
+}
+
+/** Redirect URIs are absolute, without a fragment; http only for loopback hosts (RFC 8252). */
+function checkRedirectUri(uri: string): void {
+  let url: URL;
+  try {
+    url = new URL(uri);
+  } catch {
+    throw new InvalidApplicationError(`Redirect URI ${uri} is not an absolute URI`);
+  }
+  if (url.hash) throw new InvalidApplicationError(`Redirect URI ${uri} must not have a fragment`);
+  if (url.protocol === 'http:' && !['localhost', '127.0.0.1', '[::1]'].includes(url.hostname)) {
+    throw new InvalidApplicationError(`Redirect URI ${uri} must use https (http is allowed for loopback only)`);
+  }
+  if (['javascript:', 'data:', 'file:'].includes(url.protocol)) throw new InvalidApplicationError(`Redirect URI ${uri} has a forbidden scheme`);
+}
+
+export async function findApplication(db: Kysely<Schema>, clientId: unknown): Promise<Application | undefined> {
+  if (!isUuid(clientId)) return undefined;
+  const row = await db.selectFrom('applications').selectAll().where('client_id', '=', normalizeUuid(clientId)).executeTakeFirst();
+  return row && toApplication(row);
+}
+
+export async function listApplications(db: Kysely<Schema>): Promise<Application[]> {
+  const rows = await db.selectFrom('applications').selectAll().orderBy('created_at').orderBy('client_id').execute();
+  return rows.map(toApplication);
+}
+
+export async function deleteApplication(db: Kysely<Schema>, clientId: string): Promise<boolean> {
+  if (!isUuid(clientId)) return false;
+  const result = await db.deleteFrom('applications').where('client_id', '=', normalizeUuid(clientId)).executeTakeFirst();
+  return result.numDeletedRows > 0n;
+}
+
+function toApplication(row: Schema['applications']): Application {
+  return {
+    clientId: row.client_id,
+    name: row.name,
+    redirectUris: JSON.parse(row.redirect_uris) as string[],
+    scopes: row.scopes.split(' ').filter(Boolean),
+    confidential: row.secret_hash !== null,
+    secretHash: row.secret_hash,
+  };
+}

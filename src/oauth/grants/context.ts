@@ -1,0 +1,18 @@
+import type { Kysely } from 'kysely';
+import type { Schema } from '../../db/schema.ts';
+import type { Application } from '../clients.ts';
+import { InvalidRequest } from '../errors.ts';
+
+/** What every grant gets: the database, the request's parameters and the authenticated client. */
+export interface GrantContext {
+  db: Kysely<Schema>;
+  params: Record<string, string | undefined>;
+  client: Application;
+  now: number;
+}
+
+export function required(params: GrantContext['params'], name: string): string {
+  const value = params[name];
+  if (value === undefined || value === '') throw new InvalidRequest(`${name} is required`);
+  return value;
+}

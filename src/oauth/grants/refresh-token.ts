@@ -1,0 +1,33 @@
+import { InvalidGrant, InvalidScope } from '../errors.ts';
+import { parseScopes } from '../scopes.ts';
+import { findRotatedSession, findSessionByRefreshToken, revokeSession, rotateSession, type IssuedTokens } from '../sessions.ts';
+import { required, type GrantContext } from './context.ts';
+
+/**
+ * grant_type=refresh_token: rotates both tokens. A refresh token that was already rotated away
+ * is a sign of theft: the whole session is revoked (RFC 9700 §4.14.2).
+ */
+export async function refreshTokenGrant({ db, params, client, now }: GrantContext): Promise<IssuedTokens> {
+  const refreshToken = required(params, 'refresh_token');
+  const session = await findSessionByRefreshToken(db, refreshToken);
+  if (!session) {
+    const reusedFrom = await findRotatedSession(db, refreshToken);
+    if (reusedFrom) {
+      await revokeSession(db, reusedFrom);
+      throw new InvalidGrant('This refresh token was already used; the session is revoked');
+    }
+    throw new InvalidGrant('Unknown or revoked refresh token');
+  }
+  if (session.clientId !== client.clientId) throw new InvalidGrant('Unknown or revoked refresh token');
+  if (session.refreshExpiresAt <= now) throw new InvalidGrant('The refresh token has expired');
+  if (params.scope !== undefined) {
+    const asked = [...new Set(['common', ...parseScopes(params.scope)])].sort().join(' ');
+    if (asked !== session.scope) throw new InvalidScope(`scope must be the original scope (${session.scope}) or omitted`);
+  }
+  const tokens = await db.transaction().execute((trx) => rotateSession(trx, session, refreshToken, now));
+  if (!tokens) {
+    await revokeSession(db, session.sessionId);
+    throw new InvalidGrant('This refresh token was already used; the session is revoked');
+  }
+  return tokens;
+}

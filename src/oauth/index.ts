@@ -1,0 +1,34 @@
+import formbody from '@fastify/formbody';
+import type { FastifyError, FastifyInstance } from 'fastify';
+import { limitRequests } from '../http/rate-limit.ts';
+import { authorizeRoute } from './authorize.ts';
+import { deviceAuthorizationRoute } from './device-authorization.ts';
+import { OAuthError } from './errors.ts';
+import { tokenRoute } from './token-endpoint.ts';
+
+/**
+ * The OAuth endpoints under /v4: GET /login (authorize), POST /login (token), POST /device.
+ * Their errors are RFC 6749 §5.2 bodies, not the API's {code,message}.
+ */
+export async function oauthEndpoints(scope: FastifyInstance): Promise<void> {
+  await scope.register(formbody);
+  await limitRequests(scope, { perMinute: scope.config.rateLimitV4, name: 'v4-oauth' });
+
+  scope.setErrorHandler((error: FastifyError | OAuthError, request, reply) => {
+    let oauthError: OAuthError;
+    if (error instanceof OAuthError) oauthError = error;
+    else if ((error.statusCode ?? 500) < 500) {
+      // Malformed bodies, wrong media types, oversized bodies, rate limits: keep their status.
+      oauthError = new OAuthError('invalid_request', error.message, error.statusCode ?? 400);
+    } else {
+      request.log.error({ err: error }, 'unhandled error');
+      oauthError = new OAuthError('server_error', `Internal server error (request ${request.id})`, 500);
+    }
+    for (const [name, value] of Object.entries(oauthError.headers)) reply.header(name, value);
+    return reply.code(oauthError.statusCode).header('cache-control', 'no-store').type('application/json; charset=utf-8').send(oauthError.toBody());
+  });
+
+  await scope.register(authorizeRoute);
+  await scope.register(tokenRoute);
+  await scope.register(deviceAuthorizationRoute);
+}

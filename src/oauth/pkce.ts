@@ -1,0 +1,19 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+
+/** S256 challenges are exactly 43 base64url characters (32 bytes, no padding). */
+export const isCodeChallenge = (value: unknown): value is string => typeof value === 'string' && /^[A-Za-z0-9_-]{43}$/.test(value);
+
+/** RFC 7636 §4.1: 43–128 unreserved characters. */
+export const isCodeVerifier = (value: unknown): value is string => typeof value === 'string' && /^[A-Za-z0-9\-._~]{43,128}$/.test(value);
+
+export function challengeOf(verifier: string): string {
+  return createHash('sha256').update(verifier, 'ascii').digest('base64url');
+}
+
+/** True when `verifier` is well formed and hashes to `challenge`, compared in constant time. */
+export function verifierMatches(verifier: unknown, challenge: string): boolean {
+  if (!isCodeVerifier(verifier)) return false;
+  const expected = Buffer.from(challenge);
+  const actual = Buffer.from(challengeOf(verifier));
+  return expected.length === actual.length && timingSafeEqual(expected, actual);
+}

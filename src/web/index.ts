@@ -1,0 +1,45 @@
+import cookie from '@fastify/cookie';
+import csrf from '@fastify/csrf-protection';
+import formbody from '@fastify/formbody';
+import helmet from '@fastify/helmet';
+import type { FastifyError, FastifyInstance } from 'fastify';
+import { toApiError } from '../http/error-handler.ts';
+import { enableFailureLimits } from '../http/rate-limit.ts';
+import { assetRoutes } from './assets.ts';
+import { devicePages } from './device-pages.ts';
+import { loginPages } from './login-pages.ts';
+import { sendMessage } from './pages.ts';
+import { spawnCodeRoutes } from './spawn-codes.ts';
+
+/** The server-rendered pages: sign-in, two-step, consent, device code entry, spawn codes. */
+export async function webPages(web: FastifyInstance): Promise<void> {
+  const secure = web.config.baseUrl.startsWith('https:');
+  await web.register(cookie);
+  await web.register(formbody);
+  await web.register(csrf, { cookieOpts: { path: '/', sameSite: 'lax', httpOnly: true, secure } });
+  await web.register(helmet, {
+    contentSecurityPolicy: {
+      useDefaults: false,
+      // No form-action: after the consent form the browser is redirected to the client's
+      // redirect URI, which form-action would block.
+      directives: { defaultSrc: ["'none'"], styleSrc: ["'self'"], imgSrc: ["'self'", 'data:'], baseUri: ["'none'"], frameAncestors: ["'none'"] },
+    },
+    frameguard: { action: 'deny' },
+    referrerPolicy: { policy: 'no-referrer' },
+    hsts: secure,
+  });
+  await enableFailureLimits(web);
+
+  web.setErrorHandler((error: FastifyError, request, reply) => {
+    const apiError = toApiError(error, request);
+    if (error.code === 'FST_CSRF_INVALID_TOKEN' || error.code === 'FST_CSRF_MISSING_SECRET') {
+      return sendMessage(reply, 'Please try again', 'This form was open too long or came from another site. Go back, reload the page and submit it again.', 403);
+    }
+    return sendMessage(reply, apiError.statusCode >= 500 ? 'Something went wrong' : 'That did not work', apiError.message, apiError.statusCode);
+  });
+
+  await web.register(assetRoutes);
+  await web.register(spawnCodeRoutes);
+  await web.register(loginPages);
+  await web.register(devicePages);
+}
