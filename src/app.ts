@@ -6,8 +6,10 @@ import type { DestinationStream } from 'pino';
 import type { Config } from './config.ts';
 import { openDatabase, type Database } from './db/connection.ts';
 import { migrateToLatest } from './db/migrate.ts';
+import { ensureSearchIndexes } from './db/search-indexes.ts';
 import { installErrorModel } from './http/error-handler.ts';
 import { healthRoutes } from './http/health.ts';
+import { openApi } from './http/openapi.ts';
 import { OneLinePerRequest } from './http/request-log.ts';
 import { v4Api } from './http/v4-api.ts';
 import { legacyApi } from './legacy/index.ts';
@@ -44,8 +46,10 @@ function trustHops(count: number) {
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const { config } = options;
   const database = openDatabase(config.database);
+  const startupWarnings: string[] = [];
   try {
     await migrateToLatest(database.db);
+    await ensureSearchIndexes(database.db, database.kind, (message) => startupWarnings.push(message));
   } catch (error) {
     await database.close();
     throw error;
@@ -70,6 +74,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     .withTypeProvider<TypeBoxTypeProvider>()
     .setValidatorCompiler(TypeBoxValidatorCompiler);
 
+  for (const warning of startupWarnings) app.log.warn(warning);
   app.decorate('config', config);
   app.decorate('database', database);
   app.decorate('redis', redis);
@@ -84,6 +89,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   });
 
   installErrorModel(app);
+  await openApi(app);
   await app.register(healthRoutes);
   await app.register(legacyApi, { prefix: '/v1' });
   await app.register(oauthEndpoints, { prefix: '/v4' });

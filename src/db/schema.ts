@@ -140,6 +140,17 @@ export interface DocumentsTable {
   last_updated: number;
 }
 
+export interface ProjectsTable {
+  project_id: string;
+  user_id: string;
+  title: string;
+  description: string;
+  game_id: string;
+  revision: number;
+  created_at: number;
+  updated_at: number;
+}
+
 export interface Schema {
   users: UsersTable;
   mods: ModsTable;
@@ -153,6 +164,7 @@ export interface Schema {
   rotated_refresh_tokens: RotatedRefreshTokensTable;
   authorization_codes: AuthorizationCodesTable;
   device_authorizations: DeviceAuthorizationsTable;
+  projects: ProjectsTable;
 }
 
 export type { Generated };

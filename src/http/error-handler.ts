@@ -38,21 +38,41 @@ export function sendError(reply: FastifyReply, error: ApiError): FastifyReply {
 
 export function toApiError(error: FastifyError | ApiError, request: FastifyRequest): ApiError {
   if (error instanceof ApiError) return error;
-  if (error.validation) {
-    return new ApiError(400, error.message, {
-      details: error.validation.map((issue) => ({
-        location: error.validationContext,
-        path: issue.instancePath || undefined,
-        message: issue.message,
-      })),
-    });
-  }
+  if (error.validation) return validationError(error.validationContext ?? 'body', error.validation);
   const status = error.statusCode ?? 500;
   if (status >= 400 && status < 500) {
     return new ApiError(status, clientMessage(error), { code: codeForStatus(status) });
   }
   request.log.error({ err: error }, 'unhandled error');
   return new ApiError(500, 'Internal server error', { details: { requestId: request.id } });
+}
+
+interface ValidationIssue {
+  keyword: string;
+  instancePath: string;
+  params: Record<string, unknown>;
+  message?: string;
+}
+
+const LOCATION: Record<string, string> = { querystring: 'query parameter', params: 'path parameter', headers: 'header', body: 'body' };
+
+/** A 400 naming the offending parameter or property, from schema validation issues. */
+function validationError(context: string, issues: ValidationIssue[]): ApiError {
+  const where = LOCATION[context] ?? context;
+  const unknown = issues.find((issue) => issue.keyword === 'additionalProperties');
+  if (unknown) {
+    const names = (unknown.params.additionalProperties as string[] | undefined) ?? [];
+    const at = unknown.instancePath ? ` at ${unknown.instancePath}` : '';
+    const noun = context === 'querystring' ? 'query parameter' : 'property';
+    return new ApiError(400, `Unknown ${noun}${names.length > 1 ? 's' : ''} ${names.join(', ')}${at}`, { details: { location: context, unknown: names } });
+  }
+  // In a union (one object or an array of them) the deepest issue is the informative one.
+  const issue = [...issues].filter((i) => i.keyword !== 'anyOf' && i.keyword !== 'boolean').sort((a, b) => b.instancePath.length - a.instancePath.length)[0] ?? issues[0]!;
+  const name = issue.instancePath.replace(/^\//, '');
+  const allowed = issue.params.allowedValues as unknown[] | undefined;
+  const problem = allowed ? `must be one of ${allowed.join(', ')}` : issue.message;
+  const message = name ? `Invalid ${where} ${name}: ${problem}` : `Invalid ${where}: ${problem}`;
+  return new ApiError(400, message, { details: { location: context, path: issue.instancePath || undefined, problem } });
 }
 
 function clientMessage(error: FastifyError): string {

@@ -1,10 +1,10 @@
 import type { FastifyInstance } from 'fastify';
-import { meRoute } from '../accounts/me-route.ts';
-import { signOutRoute } from '../oauth/sign-out.ts';
+import { classes } from '../classes/index.ts';
+import { registerClasses } from '../rest/routes.ts';
 import { readBearerToken } from './bearer-auth.ts';
 import { limitRequests } from './rate-limit.ts';
 
-/** The bearer-authenticated v4 API under /v4, rate limited per user and application. */
+/** The bearer-authenticated v4 API under /v4 (the classes), rate limited per user and application. */
 export async function v4Api(api: FastifyInstance): Promise<void> {
   api.addHook('onRequest', readBearerToken);
   await limitRequests(api, {
@@ -13,6 +13,5 @@ export async function v4Api(api: FastifyInstance): Promise<void> {
     hook: 'preHandler',
     keyGenerator: (request) => (request.auth ? `user:${request.auth.userId}:${request.auth.clientId}` : `ip:${request.ip}`),
   });
-  await api.register(signOutRoute);
-  await api.register(meRoute);
+  await registerClasses(api, classes);
 }

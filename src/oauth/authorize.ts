@@ -4,6 +4,7 @@ import { InvalidRequest, OAuthError, UnsupportedResponseType } from './errors.ts
 import { createInteraction } from './interactions.ts';
 import { readParams } from './params.ts';
 import { isCodeChallenge } from './pkce.ts';
+import { authorizeSchema } from './schemas.ts';
 import { grantableScope } from './scopes.ts';
 
 /** Sends the browser back to the client with an error (RFC 6749 §4.1.2.1). */
@@ -20,7 +21,7 @@ export function redirectWithError(reply: FastifyReply, redirectUri: string, erro
  * errors are 400 JSON; after that they go back to the client's redirect URI.
  */
 export async function authorizeRoute(app: FastifyInstance): Promise<void> {
-  app.get('/login', async (request, reply) => {
+  app.get('/login', { schema: authorizeSchema }, async (request, reply) => {
     const params = readParams(request.query);
     if (!params.client_id) throw new InvalidRequest('client_id is required');
     const client = await findApplication(app.database.db, params.client_id);

@@ -7,6 +7,7 @@ import { authenticateClient, readCredentials } from './client-auth.ts';
 import { InvalidRequest } from './errors.ts';
 import { readParams } from './params.ts';
 import { isCodeChallenge } from './pkce.ts';
+import { deviceSchema } from './schemas.ts';
 import { grantableScope } from './scopes.ts';
 
 const USER_CODE_ALPHABET = '23456789ABCDEFGHJKLMNPRSTUVWXYZ';
@@ -53,7 +54,7 @@ async function insertDeviceAuthorization(db: Kysely<Schema>, values: { clientId:
 
 /** POST /v4/device: starts a device login (RFC 8628 §3.1, with PKCE). */
 export async function deviceAuthorizationRoute(app: FastifyInstance): Promise<void> {
-  app.post('/device', async (request, reply) => {
+  app.post('/device', { schema: deviceSchema }, async (request, reply) => {
     const params = readParams(request.body);
     const client = await authenticateClient(app.database.db, readCredentials(request.headers.authorization, params));
     const scope = grantableScope(params.scope ?? 'common', client.scopes);

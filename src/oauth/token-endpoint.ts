@@ -6,6 +6,7 @@ import type { GrantContext } from './grants/context.ts';
 import { deviceCodeGrant } from './grants/device-code.ts';
 import { refreshTokenGrant } from './grants/refresh-token.ts';
 import { readParams } from './params.ts';
+import { tokenSchema } from './schemas.ts';
 import { tokenResponse, type IssuedTokens } from './sessions.ts';
 
 const GRANTS: Record<string, (context: GrantContext) => Promise<IssuedTokens>> = {
@@ -17,7 +18,7 @@ const GRANTS: Record<string, (context: GrantContext) => Promise<IssuedTokens>> =
 
 /** POST /v4/login: the token endpoint, for form or JSON bodies. */
 export async function tokenRoute(app: FastifyInstance): Promise<void> {
-  app.post('/login', async (request, reply) => {
+  app.post('/login', { schema: tokenSchema }, async (request, reply) => {
     const params = readParams(request.body);
     if (!params.grant_type) throw new InvalidRequest('grant_type is required');
     const grant = GRANTS[params.grant_type];

@@ -1,0 +1,27 @@
+import { Type } from 'typebox';
+import type { ClassDefinition } from '../rest/definition.ts';
+import { timestampProperty, uuidProperty } from '../rest/properties.ts';
+
+/**
+ * The caller's signed-in sessions (one per sign-in to an application). Never shows a token.
+ * Deleting one signs it out; DELETE /v4/session ends the session of the token in use.
+ */
+export const Session: ClassDefinition = {
+  name: 'Session',
+  path: '/sessions',
+  table: 'sessions',
+  id: { property: 'sessionId', column: 'session_id' },
+  properties: {
+    applicationId: uuidProperty('client_id'),
+    scopes: { column: 'scope', schema: Type.Array(Type.String()), toJson: (scope: string) => scope.split(' ') },
+    createdAt: timestampProperty('created_at'),
+    accessTokenExpiration: timestampProperty('access_expires_at'),
+    refreshTokenExpiration: timestampProperty('refresh_expires_at'),
+  },
+  sortable: ['createdAt', 'accessTokenExpiration', 'refreshTokenExpiration'],
+  defaultSort: 'createdAt',
+  filters: { applicationId: 'exact' },
+  visible: (eb, caller) => eb.and([eb('user_id', '=', caller.userId), eb('refresh_expires_at', '>', Date.now())]),
+  operations: { create: false, update: false, delete: true },
+  aliases: [{ path: '/session', id: (caller) => caller.sessionId, methods: ['GET', 'DELETE'] }],
+};

@@ -1,0 +1,70 @@
+import type { Expression, ExpressionBuilder, SqlBool } from 'kysely';
+import type { TSchema } from 'typebox';
+import type { BearerAuth } from '../http/bearer-auth.ts';
+
+export type Caller = BearerAuth;
+export type Row = Record<string, unknown>;
+/** A row condition, e.g. "owned by the caller". */
+export type RowFilter = (eb: ExpressionBuilder<any, any>, caller: Caller) => Expression<SqlBool>;
+
+export interface PropertyDefinition {
+  column: string;
+  /** The JSON shape of the property as read; documents the API. */
+  schema: TSchema;
+  /** The shape accepted in writes, when it differs from `schema` (e.g. not nullable). */
+  input?: TSchema;
+  /** The client may set it; other properties are ignored in writes. */
+  writable?: boolean;
+  /** A create must give it (unless `default` supplies it). */
+  required?: boolean;
+  /** The column value of a new instance that does not give the property. */
+  default?: (caller: Caller) => unknown;
+  /** Turns a written JSON value into the column value; may throw an ApiError (400). */
+  fromJson?: (value: any) => unknown;
+  /** Turns the column value into the JSON value. */
+  toJson?: (value: any) => unknown;
+  /** Shown only to callers holding this scope. */
+  readScope?: string;
+  /** Shown only when this holds for the row (e.g. the caller's own private key). */
+  shownWhen?: (row: Row, caller: Caller) => boolean;
+}
+
+export type FilterMode = 'exact' | 'substring';
+
+/** An extra path for one instance, chosen by the caller (e.g. /user is the caller's user). */
+export interface AliasDefinition {
+  path: string;
+  id: (caller: Caller) => string;
+  methods: Array<'GET' | 'PUT' | 'PATCH' | 'DELETE'>;
+}
+
+/**
+ * Everything the engine needs to serve a class: declare one in src/classes/ and list it in
+ * src/classes/index.ts.
+ */
+export interface ClassDefinition {
+  name: string;
+  /** Class path under /v4, e.g. '/projects'. */
+  path: string;
+  table: string;
+  /** The identifier property (a UUID) and its column. */
+  id: { property: string; column: string };
+  properties: Record<string, PropertyDefinition>;
+  sortable: string[];
+  defaultSort: string;
+  filters?: Record<string, FilterMode>;
+  scopes?: { read?: string[]; write?: string[] };
+  /** Rows the caller may see; others are 404. Default: all rows. */
+  visible?: RowFilter;
+  /** Rows the caller may change or delete, among the visible ones; others are 403. Default: all visible rows. */
+  changeable?: RowFilter;
+  /** Which writes exist at all; a missing one is 405. Default: all. */
+  operations?: { create?: boolean; update?: boolean; delete?: boolean };
+  /** Column values every new instance gets from the caller (an owner, say). */
+  onCreate?: (caller: Caller) => Row;
+  /** Columns the engine maintains: set on create and/or on every update. */
+  timestamps?: { created?: string; updated?: string };
+  /** A column incremented by every update. */
+  revision?: string;
+  aliases?: AliasDefinition[];
+}

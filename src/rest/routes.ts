@@ -1,0 +1,122 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { requireScopes } from '../http/bearer-auth.ts';
+import { badRequest, notFound } from '../http/errors.ts';
+import { isUuid } from '../http/uuid.ts';
+import type { AliasDefinition, ClassDefinition, Row } from './definition.ts';
+import { bulkDeleteSchema, idParamsSchema, instanceSchema, listQuerySchema, listSchema, MAX_PAGE_SIZE, postSchema, writeResultSchema, writeSchema } from './schemas.ts';
+import { ClassStore } from './store.ts';
+
+type IdRequest = FastifyRequest<{ Params: { id: string }; Body: Row }>;
+
+/** Serves every operation of the spec's table for one declared class, under the v4 API scope. */
+export function classRoutes(definition: ClassDefinition) {
+  return async function routes(api: FastifyInstance): Promise<void> {
+    const store = new ClassStore(definition, api.database);
+    const readScopes = definition.scopes?.read ?? [];
+    const read = requireScopes(...readScopes);
+    const write = requireScopes(...new Set([...readScopes, ...(definition.scopes?.write ?? [])]));
+    const operations = { create: true, update: true, delete: true, ...definition.operations };
+    const tags = [definition.name];
+    const security = [{ bearer: [] }];
+    const instance = instanceSchema(definition);
+    const { path } = definition;
+    const noun = definition.name.toLowerCase();
+
+    const pathId = (request: IdRequest, forWrite = false): string => {
+      if (isUuid(request.params.id)) return request.params.id;
+      if (forWrite) throw badRequest(`${request.params.id} is not a valid ${definition.id.property} (a UUID)`);
+      throw notFound(`No ${noun} ${request.params.id}`);
+    };
+    const json = (request: FastifyRequest, row: Row) => store.toJson(row, request.auth!);
+
+    api.get(path, {
+      preHandler: read,
+      schema: { tags, security, summary: `List ${noun} instances`, querystring: listQuerySchema(definition), response: { 200: listSchema(definition) } },
+      handler: async (request) => {
+        const { pageSize = MAX_PAGE_SIZE, page = 1, sortDirection = 'ascending', sortedColumn = definition.defaultSort, ...filters } = request.query as Record<string, any>;
+        const { total, rows } = await store.list(request.auth!, { pageSize, page, sortDirection, sortedColumn, filters });
+        return { totalResults: total, pageSize, pages: Math.ceil(total / pageSize), page, results: rows.map((row) => json(request, row)) };
+      },
+    });
+
+    const getOne = async (request: IdRequest, id: string) => {
+      const row = await store.get(request.auth!, id);
+      if (!row) throw notFound(`No ${noun} ${id}`);
+      return json(request, row);
+    };
+    const replace = async (request: IdRequest, reply: FastifyReply, id: string) => {
+      const { created, row } = await store.replace(request.auth!, id, request.body);
+      return reply.code(created ? 201 : 200).send(json(request, row));
+    };
+    const patch = async (request: IdRequest, id: string) => json(request, await store.patch(request.auth!, id, request.body));
+    const remove = async (request: IdRequest, reply: FastifyReply, id: string) => {
+      await store.remove(request.auth!, [id]);
+      return reply.code(204).send();
+    };
+
+    const idRoute = { params: idParamsSchema, tags, security };
+    api.get<{ Params: { id: string } }>(`${path}/:id`, {
+      preHandler: read,
+      schema: { ...idRoute, summary: `Get one ${noun}`, response: { 200: instance } },
+      handler: (request) => getOne(request as IdRequest, pathId(request as IdRequest)),
+    });
+
+    if (operations.create || operations.update) {
+      api.post(path, {
+        preHandler: write,
+        schema: { tags, security, summary: `Create or update ${noun} instances (one object or an array)`, body: postSchema(definition), response: { 200: writeResultSchema(definition) } },
+        handler: async (request) => {
+          const items = (Array.isArray(request.body) ? request.body : [request.body]) as Row[];
+          const { created, updated } = await store.save(request.auth!, items);
+          return { created: created.map((row) => json(request, row)), updated: updated.map((row) => json(request, row)) };
+        },
+      });
+      api.put<{ Params: { id: string }; Body: Row }>(`${path}/:id`, {
+        preHandler: write,
+        schema: { ...idRoute, summary: `Replace a ${noun}, or create it with this id`, body: writeSchema(definition, true), response: { 200: instance, 201: instance } },
+        handler: (request, reply) => replace(request, reply, pathId(request, true)),
+      });
+    }
+    if (operations.update) {
+      api.patch<{ Params: { id: string }; Body: Row }>(`${path}/:id`, {
+        preHandler: write,
+        schema: { ...idRoute, summary: `Change some properties of a ${noun}`, body: writeSchema(definition, false), response: { 200: instance } },
+        handler: (request) => patch(request, pathId(request)),
+      });
+    }
+    if (operations.delete) {
+      api.delete<{ Params: { id: string } }>(`${path}/:id`, {
+        preHandler: write,
+        schema: { ...idRoute, summary: `Delete a ${noun}`, response: { 204: { type: 'null', description: 'Deleted' } } },
+        handler: (request, reply) => remove(request as IdRequest, reply, pathId(request as IdRequest)),
+      });
+      api.delete(path, {
+        preHandler: write,
+        schema: { tags, security, summary: `Delete several ${noun} instances, all or nothing`, body: bulkDeleteSchema(definition), response: { 204: { type: 'null', description: 'All deleted' } } },
+        handler: async (request, reply) => {
+          const ids = (request.body as Row[]).map((item) => item[definition.id.property] as string);
+          await store.remove(request.auth!, ids);
+          return reply.code(204).send();
+        },
+      });
+    }
+
+    for (const alias of definition.aliases ?? []) registerAlias(alias);
+
+    function registerAlias(alias: AliasDefinition): void {
+      const schema = { tags, security };
+      const id = (request: FastifyRequest) => alias.id(request.auth!);
+      for (const method of alias.methods) {
+        if (method === 'GET') api.get(alias.path, { preHandler: read, schema: { ...schema, summary: `Get your ${noun}`, response: { 200: instance } } }, (request) => getOne(request as IdRequest, id(request)));
+        if (method === 'PUT') api.put(alias.path, { preHandler: write, schema: { ...schema, summary: `Replace your ${noun}`, body: writeSchema(definition, true), response: { 200: instance } } }, (request, reply) => replace(request as IdRequest, reply, id(request)));
+        if (method === 'PATCH') api.patch(alias.path, { preHandler: write, schema: { ...schema, summary: `Change your ${noun}`, body: writeSchema(definition, false), response: { 200: instance } } }, (request) => patch(request as IdRequest, id(request)));
+        if (method === 'DELETE') api.delete(alias.path, { preHandler: requireScopes(), schema: { ...schema, summary: `End your ${noun}`, response: { 204: { type: 'null', description: 'Deleted' } } } }, (request, reply) => remove(request as IdRequest, reply, id(request)));
+      }
+    }
+  };
+}
+
+/** Registers every class in the v4 API scope. */
+export async function registerClasses(api: FastifyInstance, classes: readonly ClassDefinition[]): Promise<void> {
+  for (const definition of classes) await api.register(classRoutes(definition));
+}
