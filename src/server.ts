@@ -1,4 +1,5 @@
 import closeWithGrace from 'close-with-grace';
+import pino from 'pino';
 import { buildApp } from './app.ts';
 import { ConfigError, loadConfig } from './config.ts';
 
@@ -13,7 +14,10 @@ async function main(): Promise<void> {
     }
     throw error;
   }
-  const app = await buildApp({ config });
+  // Asynchronous writes coalesce log lines under load instead of one write() per line; pino
+  // flushes what is pending when the process exits.
+  const logStream = pino.destination({ dest: 1, sync: false });
+  const app = await buildApp({ config, logStream });
   closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {
     if (err) app.log.error({ err }, 'shutting down after an error');
     else app.log.info({ signal }, 'shutting down');

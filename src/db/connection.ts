@@ -1,7 +1,8 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
-import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import { Kysely, PostgresDialect, SqliteDialect, sql, type SqliteDatabase } from 'kysely';
+import { LRUCache } from 'lru-cache';
 import pg from 'pg';
 import type { Schema } from './schema.ts';
 
@@ -39,7 +40,28 @@ function sqliteDialect(path: string): SqliteDialect {
   connection.pragma('synchronous = NORMAL');
   connection.pragma('foreign_keys = ON');
   connection.pragma('busy_timeout = 5000');
-  return new SqliteDialect({ database: connection });
+  return new SqliteDialect({ database: withStatementCache(connection) });
+}
+
+type Statement = ReturnType<SqliteDatabase['prepare']> & { busy?: boolean };
+
+/**
+ * Kysely prepares every query anew, which was the largest single cost of a simple GET on SQLite.
+ * The service's queries are a small fixed set of SQL texts, so prepared statements are kept and
+ * reused; one still iterating (a stream) is never handed out twice.
+ */
+function withStatementCache(connection: BetterSqlite3.Database, max = 500): SqliteDatabase {
+  const statements = new LRUCache<string, Statement>({ max });
+  return {
+    close: () => connection.close(),
+    prepare(text: string) {
+      const cached = statements.get(text);
+      if (cached && !cached.busy) return cached;
+      const statement = connection.prepare(text) as Statement;
+      if (!cached) statements.set(text, statement);
+      return statement;
+    },
+  };
 }
 
 function postgres(url: string): Kysely<Schema> {

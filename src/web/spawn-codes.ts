@@ -11,7 +11,7 @@ export async function spawnCodeRoutes(app: FastifyInstance): Promise<void> {
     const modId = parseModId(request.query.mod_id);
     if (modId === undefined) throw badRequest('mod_id must be a workshop mod id');
     const engrams = [];
-    for await (const row of streamEngrams(app.database.db, [modId])) engrams.push(engramStructure(app.config, row));
+    for await (const rows of streamEngrams(app.database.db, [modId])) engrams.push(...rows.map((row) => engramStructure(app.config, row)));
     engrams.sort((a, b) => a.label.localeCompare(b.label));
     const modName = engrams.find((engram) => engram.mod_name)?.mod_name;
     return reply.type('text/html; charset=utf-8').send(renderPage('spawn-codes', { title: `Spawn codes: ${modName ?? `mod ${modId}`}`, engrams }));

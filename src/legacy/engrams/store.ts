@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Kysely } from 'kysely';
+import { lockKeys } from '../../db/locks.ts';
 import type { Schema } from '../../db/schema.ts';
 
 export interface EngramRow {
@@ -26,7 +27,7 @@ export interface EngramWrite {
 export class EngramRuleError extends Error {
   constructor(
     readonly kind: 'heldByAnotherMod' | 'notYourConfirmedMod' | 'missingField' | 'notFound' | 'notYours',
-    readonly element: { index?: number; path?: string; identifier?: string },
+    readonly element: { index?: number; path?: string; identifier?: string; fields?: string[] },
     message: string,
   ) {
     super(message);
@@ -61,16 +62,16 @@ function selectEngrams(db: Kysely<Schema>) {
 }
 
 /**
- * Every engram (optionally of some mods), read in keyset-paged chunks: memory holds one chunk,
+ * Every engram (optionally of some mods), in keyset-paged chunks of rows: memory holds one chunk,
  * and no connection is held while the client reads.
  */
-export async function* streamEngrams(db: Kysely<Schema>, modIds?: readonly string[], chunkSize = 1000): AsyncGenerator<EngramRow> {
+export async function* streamEngrams(db: Kysely<Schema>, modIds?: readonly string[], chunkSize = 1000): AsyncGenerator<EngramRow[]> {
   let after = '';
   for (;;) {
     let query = selectEngrams(db).where('engrams.uid', '>', after).orderBy('engrams.uid').limit(chunkSize);
     if (modIds) query = query.where('engrams.mod_id', 'in', modIds);
     const rows = await query.execute();
-    yield* rows;
+    if (rows.length > 0) yield rows;
     if (rows.length < chunkSize) return;
     after = rows[rows.length - 1]!.uid;
   }
@@ -94,6 +95,9 @@ export async function saveEngrams(db: Kysely<Schema>, userId: string, writes: re
     const confirmed = new Set(
       (await trx.selectFrom('mods').select('mod_id').where('user_id', '=', userId).where('confirmed', '=', 1).execute()).map((row) => row.mod_id),
     );
+    // Requests writing the same paths run one after another, so a path another request is adding
+    // is seen as existing (a rule error or an update) rather than failing its insert.
+    await lockKeys(trx, writes.map((write) => `engram:${engramUid(write.path)}`));
     const uids: string[] = [];
     for (const [index, write] of writes.entries()) {
       const uid = engramUid(write.path);
@@ -122,7 +126,8 @@ export async function saveEngrams(db: Kysely<Schema>, userId: string, writes: re
         const missing = (['label', 'modId', 'availability', 'canBlueprint'] as const).filter((key) => write[key] === undefined);
         if (missing.length > 0) {
           const names = { label: 'label', modId: 'mod_id', availability: 'availability', canBlueprint: 'can_blueprint' };
-          throw new EngramRuleError('missingField', element, `A new engram needs ${missing.map((key) => names[key]).join(', ')}`);
+          const fields = missing.map((key) => names[key]);
+          throw new EngramRuleError('missingField', { ...element, fields }, `A new engram needs ${fields.join(', ')}`);
         }
         await trx
           .insertInto('engrams')
