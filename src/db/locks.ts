@@ -10,3 +10,13 @@ export async function lockKey(trx: Transaction<any>, key: string): Promise<void>
     await sql`select pg_advisory_xact_lock(hashtextextended(${key}, 0))`.execute(trx);
   }
 }
+
+/**
+ * Holds locks on every key until the transaction ends (see lockKey), taken in one statement and in
+ * a fixed order, so two transactions locking overlapping sets cannot deadlock.
+ */
+export async function lockKeys(trx: Transaction<any>, keys: readonly string[]): Promise<void> {
+  if (keys.length > 0 && trx.getExecutor().adapter instanceof PostgresAdapter) {
+    await sql`select pg_advisory_xact_lock(h) from (select distinct hashtextextended(k, 0) as h from unnest(${[...keys]}::text[]) as k order by h) as locks`.execute(trx);
+  }
+}

@@ -18,12 +18,12 @@ export function environmentNames(availability: number): string[] {
     .map(([name]) => name);
 }
 
-function environmentBits(names: unknown, key: string, where: string): number {
-  if (!Array.isArray(names)) throw badRequest(`${key} must be an array of environment names${where}`);
+function environmentBits(names: unknown, key: string, where: string, details: (field: string) => object): number {
+  if (!Array.isArray(names)) throw badRequest(`${key} must be an array of environment names${where}`, details(key));
   let bits = 0;
   for (const name of names) {
     const match = Object.entries(ENVIRONMENTS).find(([known]) => typeof name === 'string' && known.toLowerCase() === name.toLowerCase());
-    if (!match) throw badRequest(`${key} holds an unknown environment ${JSON.stringify(name)}; known: ${Object.keys(ENVIRONMENTS).join(', ')}${where}`);
+    if (!match) throw badRequest(`${key} holds an unknown environment ${JSON.stringify(name)}; known: ${Object.keys(ENVIRONMENTS).join(', ')}${where}`, details(key));
     bits |= match[1];
   }
   return bits;
@@ -46,30 +46,32 @@ export function engramStructure(config: Config, row: EngramRow) {
 
 function parseWrite(item: unknown, index: number | undefined): EngramWrite {
   const where = index === undefined ? '' : ` (item ${index})`;
-  if (typeof item !== 'object' || item === null || Array.isArray(item)) throw badRequest(`Each engram must be an object${where}`);
+  // details name the invalid field (and the element of an array), so a client can point at it.
+  const details = (field: string) => (index === undefined ? { field } : { field, index });
+  if (typeof item !== 'object' || item === null || Array.isArray(item)) throw badRequest(`Each engram must be an object${where}`, index === undefined ? undefined : { index });
   const fields = item as Record<string, unknown>;
   if (typeof fields.path !== 'string' || fields.path.trim() === '' || fields.path.length > 1024) {
-    throw badRequest(`path is required: the engram's blueprint path${where}`);
+    throw badRequest(`path is required: the engram's blueprint path${where}`, details('path'));
   }
   const write: EngramWrite = { path: fields.path.trim() };
   if (fields.label !== undefined) {
-    if (typeof fields.label !== 'string' || fields.label.trim() === '') throw badRequest(`label must be a non-empty string${where}`);
+    if (typeof fields.label !== 'string' || fields.label.trim() === '') throw badRequest(`label must be a non-empty string${where}`, details('label'));
     write.label = fields.label.trim();
   }
   if (fields.mod_id !== undefined) {
     const modId = parseModId(fields.mod_id);
-    if (modId === undefined) throw badRequest(`mod_id must be a workshop mod id${where}`);
+    if (modId === undefined) throw badRequest(`mod_id must be a workshop mod id${where}`, details('mod_id'));
     write.modId = modId;
   }
-  if (fields.environments !== undefined) write.availability = environmentBits(fields.environments, 'environments', where);
+  if (fields.environments !== undefined) write.availability = environmentBits(fields.environments, 'environments', where, details);
   else if (fields.availability !== undefined) {
     const value = fields.availability;
-    if (Array.isArray(value)) write.availability = environmentBits(value, 'availability', where);
+    if (Array.isArray(value)) write.availability = environmentBits(value, 'availability', where, details);
     else if (Number.isInteger(value) && (value as number) >= 0 && (value as number) <= ALL_BITS) write.availability = value as number;
-    else throw badRequest(`availability must be a bitmask from 0 to ${ALL_BITS} or an array of environment names${where}`);
+    else throw badRequest(`availability must be a bitmask from 0 to ${ALL_BITS} or an array of environment names${where}`, details('availability'));
   }
   if (fields.can_blueprint !== undefined) {
-    if (typeof fields.can_blueprint !== 'boolean') throw badRequest(`can_blueprint must be true or false${where}`);
+    if (typeof fields.can_blueprint !== 'boolean') throw badRequest(`can_blueprint must be true or false${where}`, details('can_blueprint'));
     write.canBlueprint = fields.can_blueprint;
   }
   return write;
@@ -102,15 +104,15 @@ export async function engramRoutes(v1: FastifyInstance): Promise<void> {
         return modId;
       });
     }
-    const rows = streamEngrams(db(), modIds);
+    const chunks = streamEngrams(db(), modIds);
+    // One write per chunk of rows, not per engram: ten thousand tiny writes cost more than the JSON.
     async function* json() {
-      let first = true;
-      yield '[';
-      for await (const row of rows) {
-        yield (first ? '' : ',') + JSON.stringify(engramStructure(config, row));
-        first = false;
+      let separator = '[';
+      for await (const rows of chunks) {
+        yield separator + rows.map((row) => JSON.stringify(engramStructure(config, row))).join(',');
+        separator = ',';
       }
-      yield ']';
+      yield separator === '[' ? '[]' : ']';
     }
     return reply.type('application/json; charset=utf-8').send(Readable.from(json()));
   });
