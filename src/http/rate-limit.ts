@@ -52,12 +52,12 @@ export async function enableFailureLimits(scope: FastifyInstance): Promise<void>
 
 export function failureLimiter(
   scope: FastifyInstance,
-  options: { name: string; max: number; windowMs: number; key: (request: FastifyRequest) => string },
+  options: { name: string; max: number; windowMs: number; key: (request: FastifyRequest) => string | Promise<string> },
 ): FailureLimiter {
   const check = scope.createRateLimit({
     max: options.max,
     timeWindow: options.windowMs,
-    keyGenerator: (request) => `${options.name}:${options.key(request)}`,
+    keyGenerator: async (request) => `${options.name}:${await options.key(request)}`,
   });
   return {
     async retryAfter(request) {

@@ -31,6 +31,7 @@ export async function authorizeRoute(app: FastifyInstance): Promise<void> {
 
     let scope: string;
     try {
+      if (!params.response_type) throw new InvalidRequest('response_type is required');
       if (params.response_type !== 'code') throw new UnsupportedResponseType('response_type must be code');
       if (!params.state) throw new InvalidRequest('state is required');
       if (params.scope === undefined || params.scope.trim() === '') throw new InvalidRequest('scope is required');

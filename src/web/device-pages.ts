@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { failureLimiter } from '../http/rate-limit.ts';
 import { normalizeUserCode } from '../oauth/device-authorization.ts';
 import { createInteraction } from '../oauth/interactions.ts';
-import { minutes, sendPage } from './pages.ts';
+import { sendPage, tooManyAttempts } from './pages.ts';
 
 /**
  * The device page (verification_uri): the person types the code their device shows, then signs
@@ -21,7 +21,7 @@ export async function devicePages(web: FastifyInstance): Promise<void> {
     const typed = String(request.body?.user_code ?? '').slice(0, 32);
     const again = (error: string, status: number) => sendPage(reply, 'device', { userCode: typed, error }, status);
     const wait = Math.max(await wrongCodesByIp.retryAfter(request), await wrongCodesByBrowser.retryAfter(request));
-    if (wait > 0) return again(`Too many wrong codes. Try again in ${minutes(wait)} minute(s).`, 429);
+    if (wait > 0) return again(tooManyAttempts(reply, 'wrong codes', wait), 429);
     const code = normalizeUserCode(typed);
     const now = Date.now();
     const pending = code

@@ -4,17 +4,16 @@ import { verifyPassword } from '../accounts/passwords.ts';
 import { verifyTotp } from '../accounts/totp.ts';
 import { isTrustedDevice, trustDevice } from '../accounts/trusted-devices.ts';
 import { failureLimiter } from '../http/rate-limit.ts';
+import { issueAuthorizationCode } from '../oauth/authorization-codes.ts';
 import { redirectWithError } from '../oauth/authorize.ts';
 import { findApplication } from '../oauth/clients.ts';
 import { formatUserCode } from '../oauth/device-authorization.ts';
 import { AccessDenied } from '../oauth/errors.ts';
 import { endInteraction, findInteraction, type Interaction } from '../oauth/interactions.ts';
 import { SCOPES, isScope, scopeList } from '../oauth/scopes.ts';
-import { hashSecret, newSecret } from '../oauth/secrets.ts';
-import { minutes, sendMessage, sendPage } from './pages.ts';
+import { sendMessage, sendPage, tooManyAttempts } from './pages.ts';
 import { completeTwoStep, endWebSession, readWebSession, startWebSession } from './web-sessions.ts';
 
-const AUTHORIZATION_CODE_TTL_MS = 10 * 60 * 1000;
 const PAGE = '/login/:interaction';
 
 type LoginRequest = FastifyRequest<{ Params: { interaction: string }; Body: Record<string, string | undefined> }>;
@@ -34,7 +33,11 @@ export async function loginPages(web: FastifyInstance): Promise<void> {
     name: 'password-account',
     max: 10,
     windowMs: 15 * 60_000,
-    key: (r) => String((r.body as Record<string, unknown> | undefined)?.username ?? '').trim().toLowerCase(),
+    // Keyed by the account, so its username and its email address share one count.
+    key: async (r) => {
+      const login = String((r.body as Record<string, unknown> | undefined)?.username ?? '').trim().toLowerCase();
+      return (await findAccountByLogin(db(), login))?.userId ?? login;
+    },
   });
   const codeFailures = failureLimiter(web, { name: 'totp-ip', max: 10, windowMs: 15 * 60_000, key: (r) => r.ip });
   const csrf = { preHandler: web.csrfProtection };
@@ -77,7 +80,7 @@ export async function loginPages(web: FastifyInstance): Promise<void> {
     const password = String(request.body?.password ?? '');
     const again = (error: string, status: number) => sendPage(reply, 'signin', { appName: loaded.app.name, action: `${loaded.action}/password`, username, error }, status);
     const wait = Math.max(await passwordFailuresByIp.retryAfter(request), await passwordFailuresByAccount.retryAfter(request));
-    if (wait > 0) return again(`Too many failed sign-ins. Try again in ${minutes(wait)} minute(s).`, 429);
+    if (wait > 0) return again(tooManyAttempts(reply, 'failed sign-ins', wait), 429);
     const account = await findAccountByLogin(db(), username);
     if (!(await verifyPassword(account?.passwordHash, password)) || !account) {
       await Promise.all([passwordFailuresByIp.recordFailure(request), passwordFailuresByAccount.recordFailure(request)]);
@@ -96,7 +99,7 @@ export async function loginPages(web: FastifyInstance): Promise<void> {
     const again = (error: string, status: number) =>
       sendPage(reply, 'two-step', { action: `${loaded.action}/two-step`, canTrustDevice: loaded.interaction.device_id !== null, error }, status);
     const wait = await codeFailures.retryAfter(request);
-    if (wait > 0) return again(`Too many wrong codes. Try again in ${minutes(wait)} minute(s).`, 429);
+    if (wait > 0) return again(tooManyAttempts(reply, 'wrong codes', wait), 429);
     const account = await findAccount(db(), session.userId);
     if (!account?.totpSecret || !verifyTotp(account.totpSecret, String(request.body?.code ?? ''))) {
       await codeFailures.recordFailure(request);
@@ -118,22 +121,14 @@ export async function loginPages(web: FastifyInstance): Promise<void> {
     const { interaction } = loaded;
     if (interaction.device_code !== null) return finishDeviceLogin(reply, interaction.device_code, session.userId, decision === 'approve');
     if (decision === 'deny') return redirectWithError(reply, interaction.redirect_uri!, new AccessDenied('The user denied the request'), interaction.state);
-    const code = newSecret();
-    await db()
-      .insertInto('authorization_codes')
-      .values({
-        code_hash: hashSecret(code),
-        client_id: interaction.client_id,
-        user_id: session.userId,
-        redirect_uri: interaction.redirect_uri!,
-        scope: interaction.scope,
-        code_challenge: interaction.code_challenge!,
-        device_id: interaction.device_id,
-        expires_at: Date.now() + AUTHORIZATION_CODE_TTL_MS,
-        used_at: null,
-        session_id: null,
-      })
-      .execute();
+    const code = await issueAuthorizationCode(db(), {
+      clientId: interaction.client_id,
+      userId: session.userId,
+      redirectUri: interaction.redirect_uri!,
+      scope: interaction.scope,
+      codeChallenge: interaction.code_challenge!,
+      deviceId: interaction.device_id,
+    });
     const target = new URL(interaction.redirect_uri!);
     target.searchParams.set('code', code);
     if (interaction.state) target.searchParams.set('state', interaction.state);

@@ -14,4 +14,13 @@ export function sendMessage(reply: FastifyReply, title: string, message: string,
   return sendPage(reply, 'message', { title, message, error: status >= 400 }, status);
 }
 
-export const minutes = (ms: number) => Math.max(1, Math.ceil(ms / 60_000));
+const minutes = (ms: number) => Math.max(1, Math.ceil(ms / 60_000));
+
+/**
+ * For a page answering 429: sets Retry-After (as the API's 429s do) and answers the sentence that
+ * tells the user how long to wait, e.g. `Too many wrong codes. Try again in 2 minute(s).`
+ */
+export function tooManyAttempts(reply: FastifyReply, what: string, waitMs: number): string {
+  reply.header('retry-after', String(Math.ceil(waitMs / 1000)));
+  return `Too many ${what}. Try again in ${minutes(waitMs)} minute(s).`;
+}

@@ -1,0 +1,391 @@
+/**
+ * The sign-in pages as an attacker meets them (docs/decisions.md "v4 login"): wrong passwords,
+ * the failure limits, CSRF, the security headers and the session cookie.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { FormClient, REDIRECT_URI, newAccount, newApp, pkcePair, startLogin } from '../helpers/oauth.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
+
+type Page = Awaited<ReturnType<FormClient['fetch']>>;
+
+const CSP = ["default-src 'none'", "style-src 'self'", "img-src 'self' data:", "base-uri 'none'", "frame-ancestors 'none'"];
+
+/** The directives of a Content-Security-Policy header, in order. */
+const cspDirectives = (page: Page) => (page.headers.get('content-security-policy') ?? '').split(';').map((directive) => directive.trim()).filter(Boolean);
+
+/** A new interaction of a new app: the login page path (/login/…). */
+async function loginPage(server: TestServer, params: Record<string, string> = {}) {
+  const app = await newApp(server);
+  return startLogin(server, { client_id: app.clientId, code_challenge: pkcePair().challenge, ...params });
+}
+
+/** The Set-Cookie line of `name` in a response, as attribute map (lowercase names). */
+function setCookie(page: Page, name: string) {
+  const line = page.headers.getSetCookie().find((cookie) => cookie.startsWith(`${name}=`));
+  if (!line) return undefined;
+  const [pair, ...attributes] = line.split(';').map((part) => part.trim());
+  const value = pair!.slice(name.length + 1);
+  const attrs = new Map(attributes.map((attribute) => {
+    const [key, ...rest] = attribute.split('=');
+    return [key!.toLowerCase(), rest.join('=')] as const;
+  }));
+  return { value, attrs, line };
+}
+
+const isSignInForm = (html: string) => /name="username"/.test(html) && /name="password"/.test(html);
+const isConsent = (html: string) => /name="decision" value="approve"/.test(html);
+
+async function signIn(browser: FormClient, page: string, username: string, password: string) {
+  const form = await browser.fetch(page);
+  assert.equal(form.status, 200, form.text);
+  return browser.submitOn(form.text, { username, password });
+}
+
+/** Submits the first form of `html` with a chosen CSRF value (or none). */
+function postWithCsrf(browser: FormClient, html: string, fields: Record<string, string>, csrf: string | undefined) {
+  const action = /<form method="post" action="([^"]+)"/.exec(html)?.[1];
+  assert.ok(action, html);
+  return browser.fetch(action, { form: { ...(csrf === undefined ? {} : { _csrf: csrf }), ...fields } });
+}
+
+const csrfOf = (html: string) => /name="_csrf" value="([^"]+)"/.exec(html)![1]!;
+
+describe('sign-in form', () => {
+  let server: TestServer;
+  before(async () => {
+    server = await startServer();
+  });
+  after(() => server.close());
+
+  test('a wrong password re-renders the form with 401 and an error, keeps the username, and does not sign in', async () => {
+    const account = await newAccount(server);
+    const page = await loginPage(server);
+    const browser = new FormClient(server);
+    const wrongPassword = 'not the password at all';
+    const reply = await signIn(browser, page, account.username, wrongPassword);
+    assert.equal(reply.status, 401, reply.text);
+    assert.match(reply.text, /role="alert">Wrong username or password\.</);
+    assert.ok(isSignInForm(reply.text));
+    assert.match(reply.text, new RegExp(`name="username" value="${account.username}"`));
+    assert.ok(!reply.text.includes(wrongPassword), 'the password is never echoed');
+    assert.equal(reply.headers.get('cache-control'), 'no-store');
+    assert.equal(setCookie(reply, 'sid'), undefined, 'no session cookie');
+    // Still not signed in: the page asks for the password again.
+    const again = await browser.fetch(page);
+    assert.equal(again.status, 200);
+    assert.ok(isSignInForm(again.text));
+  });
+
+  test('an unknown username gets the same answer as a wrong password', async () => {
+    const page = await loginPage(server);
+    const reply = await signIn(new FormClient(server), page, 'nobody-like-this', 'whatever password');
+    assert.equal(reply.status, 401);
+    assert.match(reply.text, /role="alert">Wrong username or password\.</);
+    assert.equal(setCookie(reply, 'sid'), undefined);
+  });
+
+  test('the right password signs in (303 back to the page) and the page becomes consent', async () => {
+    const account = await newAccount(server);
+    const page = await loginPage(server);
+    const browser = new FormClient(server);
+    const reply = await signIn(browser, page, account.username.toUpperCase(), account.password);
+    assert.equal(reply.status, 303, reply.text);
+    assert.equal(reply.location, page);
+    const consent = await browser.fetch(page);
+    assert.ok(isConsent(consent.text), consent.text);
+    assert.match(consent.text, new RegExp(`Signed in as <strong>${account.username}</strong>`));
+  });
+
+  test('an expired or unknown interaction is a 404 page, for GET and POST', async () => {
+    const browser = new FormClient(server);
+    const page = await loginPage(server);
+    const form = await browser.fetch(page);
+    const unknown = `/login/${'A'.repeat(43)}`;
+    const get = await browser.fetch(unknown);
+    assert.equal(get.status, 404);
+    assert.match(get.text, /This sign-in has expired/);
+    const post = await browser.fetch(`${unknown}/password`, { form: { _csrf: csrfOf(form.text), username: 'x', password: 'y' } });
+    assert.equal(post.status, 404);
+    assert.equal(setCookie(post, 'sid'), undefined);
+  });
+});
+
+describe('failed sign-in limits', () => {
+  const PER_ACCOUNT = 10;
+
+  describe('per account', () => {
+    let server: TestServer;
+    before(async () => {
+      server = await startServer();
+    });
+    after(() => server.close());
+
+    test(`after ${PER_ACCOUNT} wrong passwords the account is refused with 429, even with the right password; other accounts are not`, async () => {
+      const account = await newAccount(server);
+      const other = await newAccount(server);
+      const page = await loginPage(server);
+      const browser = new FormClient(server);
+      for (let i = 1; i <= PER_ACCOUNT; i++) {
+        // The count ignores the username's case.
+        const username = i % 2 === 0 ? account.username.toUpperCase() : account.username;
+        const reply = await signIn(browser, page, username, `wrong password ${i}`);
+        assert.equal(reply.status, 401, `attempt ${i}: ${reply.text}`);
+      }
+      const refused = await signIn(browser, page, account.username, account.password);
+      assert.equal(refused.status, 429, refused.text);
+      assert.match(refused.text, /role="alert">Too many failed sign-ins\. Try again in 15 minute\(s\)\.</);
+      const retryAfter = Number(refused.headers.get('retry-after'));
+      assert.ok(retryAfter > 14 * 60 && retryAfter <= 15 * 60, `Retry-After ${retryAfter}`);
+      assert.ok(isSignInForm(refused.text));
+      assert.equal(setCookie(refused, 'sid'), undefined, 'not signed in');
+      const byEmail = await signIn(new FormClient(server), page, account.email, account.password);
+      assert.equal(byEmail.status, 429, 'the same account by its email address is refused too');
+      const otherReply = await signIn(new FormClient(server), page, other.username, other.password);
+      assert.equal(otherReply.status, 303, otherReply.text);
+    });
+  });
+});
+
+describe('failed sign-in limit per IP', () => {
+  const PER_IP = 30;
+  let server: TestServer;
+  before(async () => {
+    server = await startServer();
+  });
+  after(() => server.close());
+
+  test(`after ${PER_IP} wrong passwords from one IP, every sign-in from it is refused with 429`, async () => {
+    const account = await newAccount(server);
+    const page = await loginPage(server);
+    const browser = new FormClient(server);
+    const form = await browser.fetch(page);
+    const csrf = csrfOf(form.text);
+    const action = `${page}/password`;
+    // Each attempt names another (unknown) account, so only the IP count can stop them.
+    for (let i = 1; i <= PER_IP; i++) {
+      const reply = await browser.fetch(action, { form: { _csrf: csrf, username: `guess-${i}`, password: 'guessed password' } });
+      assert.equal(reply.status, 401, `attempt ${i}: ${reply.text}`);
+    }
+    const refused = await signIn(new FormClient(server), page, account.username, account.password);
+    assert.equal(refused.status, 429, refused.text);
+    assert.match(refused.text, /Too many failed sign-ins/);
+    assert.equal(setCookie(refused, 'sid'), undefined);
+  });
+});
+
+describe('wrong device codes are limited', () => {
+  const MAX = 5;
+  let server: TestServer;
+  before(async () => {
+    server = await startServer();
+  });
+  after(() => server.close());
+
+  test(`after ${MAX} wrong user codes even a valid code is refused with 429`, async () => {
+    const app = await newApp(server);
+    const started = await server.request('POST', '/v4/device', {
+      body: new URLSearchParams({ client_id: app.clientId, scope: 'common', code_challenge: pkcePair().challenge, code_challenge_method: 'S256' }).toString(),
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
+    assert.equal(started.status, 201, started.text);
+    const browser = new FormClient(server);
+    for (let i = 1; i <= MAX; i++) {
+      const reply = await browser.submit('/device', { user_code: 'BBBB-BBBB' });
+      assert.equal(reply.status, 400, `attempt ${i}: ${reply.text}`);
+      assert.match(reply.text, /That code is not valid or has expired/);
+    }
+    const refused = await browser.submit('/device', { user_code: started.body.user_code });
+    assert.equal(refused.status, 429, refused.text);
+    assert.match(refused.text, /Too many wrong codes\. Try again in 1 minute\(s\)\./);
+    assert.equal(refused.location, null);
+    // A new browser on the same IP is refused as well.
+    const fresh = await new FormClient(server).submit('/device', { user_code: started.body.user_code });
+    assert.equal(fresh.status, 429);
+  });
+});
+
+describe('CSRF protection', () => {
+  let server: TestServer;
+  before(async () => {
+    server = await startServer();
+  });
+  after(() => server.close());
+
+  for (const [name, csrf] of [
+    ['without a CSRF token', undefined],
+    ['with a wrong CSRF token', 'not-the-token'],
+  ] as const) {
+    test(`a sign-in POST ${name} is a 403 page and signs nobody in`, async () => {
+      const account = await newAccount(server);
+      const page = await loginPage(server);
+      const browser = new FormClient(server);
+      const form = await browser.fetch(page);
+      const reply = await postWithCsrf(browser, form.text, { username: account.username, password: account.password }, csrf);
+      assert.equal(reply.status, 403, reply.text);
+      assert.match(reply.text, /<h1>Please try again<\/h1>/);
+      assert.equal(setCookie(reply, 'sid'), undefined);
+      assert.ok(isSignInForm((await browser.fetch(page)).text), 'still signed out');
+    });
+  }
+
+  test("a token from another browser's page is rejected", async () => {
+    const account = await newAccount(server);
+    const page = await loginPage(server);
+    const attacker = new FormClient(server);
+    const attackersToken = csrfOf((await attacker.fetch(page)).text);
+    const victim = new FormClient(server);
+    const form = await victim.fetch(page);
+    const reply = await postWithCsrf(victim, form.text, { username: account.username, password: account.password }, attackersToken);
+    assert.equal(reply.status, 403, reply.text);
+    assert.equal(setCookie(reply, 'sid'), undefined);
+  });
+
+  test('a cross-site POST with no cookies at all is rejected', async () => {
+    const account = await newAccount(server);
+    const page = await loginPage(server);
+    const reply = await server.request('POST', `${page}/password`, {
+      body: new URLSearchParams({ username: account.username, password: account.password }).toString(),
+      headers: { 'content-type': 'application/x-www-form-urlencoded', origin: 'https://evil.example' },
+    });
+    assert.equal(reply.status, 403, reply.text);
+    assert.equal(reply.headers.getSetCookie().some((cookie) => cookie.startsWith('sid=')), false);
+  });
+
+  test('a consent POST without the CSRF token issues no code, and the consent still works with it', async () => {
+    const account = await newAccount(server);
+    const page = await loginPage(server);
+    const browser = new FormClient(server);
+    assert.equal((await signIn(browser, page, account.username, account.password)).status, 303);
+    const consent = await browser.fetch(page);
+    assert.ok(isConsent(consent.text));
+    const forged = await browser.fetch(`${page}/consent`, { form: { decision: 'approve' } });
+    assert.equal(forged.status, 403, forged.text);
+    assert.equal(forged.location, null, 'no redirect with a code');
+    const approved = await browser.submitOn(consent.text, { decision: 'approve' }, /consent$/);
+    assert.equal(approved.status, 303, approved.text);
+    const back = new URL(approved.location!);
+    assert.equal(back.origin + back.pathname, REDIRECT_URI);
+    assert.ok(back.searchParams.get('code'));
+  });
+
+  test('a device-code POST without the CSRF token is rejected', async () => {
+    const browser = new FormClient(server);
+    await browser.fetch('/device');
+    const reply = await browser.fetch('/device', { form: { user_code: 'BBBB-BBBB' } });
+    assert.equal(reply.status, 403, reply.text);
+    assert.match(reply.text, /Please try again/);
+  });
+});
+
+describe('security headers and cookies (https BASE_URL)', () => {
+  let server: TestServer;
+  before(async () => {
+    server = await startServer();
+  });
+  after(() => server.close());
+
+  function assertSecurityHeaders(page: Page) {
+    assert.deepEqual(cspDirectives(page), CSP);
+    assert.equal(page.headers.get('x-frame-options'), 'DENY');
+    assert.equal(page.headers.get('x-content-type-options'), 'nosniff');
+    assert.equal(page.headers.get('referrer-policy'), 'no-referrer');
+    assert.equal(page.headers.get('cross-origin-opener-policy'), 'same-origin');
+    assert.match(page.headers.get('strict-transport-security') ?? '', /^max-age=\d+/);
+    assert.equal(page.headers.get('x-powered-by'), null);
+  }
+
+  test('every page sends the CSP (frame-ancestors none), X-Frame-Options DENY and the other helmet headers', async () => {
+    const browser = new FormClient(server);
+    const page = await loginPage(server);
+    const signin = await browser.fetch(page);
+    assert.equal(signin.status, 200);
+    assert.match(signin.headers.get('content-type') ?? '', /^text\/html/);
+    assert.equal(signin.headers.get('cache-control'), 'no-store');
+    assertSecurityHeaders(signin);
+    assertSecurityHeaders(await browser.fetch('/device'));
+    const expired = await browser.fetch(`/login/${'B'.repeat(43)}`);
+    assert.equal(expired.status, 404);
+    assertSecurityHeaders(expired);
+    const forbidden = await browser.fetch(`${page}/password`, { form: { username: 'x', password: 'y' } });
+    assert.equal(forbidden.status, 403);
+    assertSecurityHeaders(forbidden);
+    // The pages load nothing from elsewhere: the only stylesheet is the service's own.
+    assert.deepEqual([...signin.text.matchAll(/(?:href|src)="([^"]+)"/g)].map((match) => match[1]), ['/assets/site.css']);
+  });
+
+  test('the session cookie is HttpOnly, SameSite=Lax, Path=/ and Secure, for 12 hours', async () => {
+    const account = await newAccount(server);
+    const page = await loginPage(server);
+    const browser = new FormClient(server);
+    const form = await browser.fetch(page);
+    const csrfCookie = setCookie(form, '_csrf');
+    assert.ok(csrfCookie, 'the CSRF secret cookie is set with the form');
+    assert.ok(csrfCookie.attrs.has('httponly'));
+    assert.ok(csrfCookie.attrs.has('secure'));
+    assert.equal(csrfCookie.attrs.get('samesite'), 'Lax');
+    assert.equal(csrfCookie.attrs.get('path'), '/');
+
+    const signedIn = await browser.submitOn(form.text, { username: account.username, password: account.password });
+    assert.equal(signedIn.status, 303);
+    const sid = setCookie(signedIn, 'sid');
+    assert.ok(sid, 'a session cookie is set');
+    assert.match(sid.value, /^[A-Za-z0-9_-]{43}$/);
+    assert.ok(sid.attrs.has('httponly'), sid.line);
+    assert.ok(sid.attrs.has('secure'), sid.line);
+    assert.equal(sid.attrs.get('samesite'), 'Lax');
+    assert.equal(sid.attrs.get('path'), '/');
+    assert.equal(sid.attrs.get('max-age'), String(12 * 60 * 60));
+    assert.equal(sid.attrs.get('domain'), undefined, 'host-only');
+  });
+
+  test('signing out ("Use another account") clears the cookie and ends the session on the server', async () => {
+    const account = await newAccount(server);
+    const page = await loginPage(server);
+    const browser = new FormClient(server);
+    const signedIn = await signIn(browser, page, account.username, account.password);
+    const sid = setCookie(signedIn, 'sid')!.value;
+    const consent = await browser.fetch(page);
+    assert.ok(isConsent(consent.text));
+
+    const signedOut = await browser.submitOn(consent.text, {}, /switch$/);
+    assert.equal(signedOut.status, 303, signedOut.text);
+    assert.equal(signedOut.location, page);
+    const cleared = setCookie(signedOut, 'sid');
+    assert.ok(cleared, 'the sid cookie is cleared');
+    assert.equal(cleared.value, '');
+    assert.equal(cleared.attrs.get('path'), '/');
+    assert.ok(/1970/.test(cleared.attrs.get('expires') ?? '') || cleared.attrs.get('max-age') === '0', cleared.line);
+    assert.ok(isSignInForm((await browser.fetch(page)).text), 'the page asks for a password again');
+
+    // The old cookie value is dead on the server too (a copied cookie is no use).
+    const replayed = await fetch(server.url + page, { headers: { cookie: `sid=${sid}` } });
+    assert.ok(isSignInForm(await replayed.text()));
+  });
+});
+
+describe('cookies with an http BASE_URL', () => {
+  let server: TestServer;
+  before(async () => {
+    server = await startServer({ env: { BASE_URL: 'http://localhost:8080' } });
+  });
+  after(() => server.close());
+
+  test('cookies are not Secure and no HSTS is sent; the rest is the same', async () => {
+    const account = await newAccount(server);
+    const page = await loginPage(server);
+    const browser = new FormClient(server);
+    const form = await browser.fetch(page);
+    assert.equal(form.headers.get('strict-transport-security'), null);
+    assert.deepEqual(cspDirectives(form), CSP);
+    assert.equal(form.headers.get('x-frame-options'), 'DENY');
+    assert.equal(setCookie(form, '_csrf')!.attrs.has('secure'), false);
+    const signedIn = await browser.submitOn(form.text, { username: account.username, password: account.password });
+    assert.equal(signedIn.status, 303);
+    const sid = setCookie(signedIn, 'sid')!;
+    assert.equal(sid.attrs.has('secure'), false, sid.line);
+    assert.ok(sid.attrs.has('httponly'));
+    assert.equal(sid.attrs.get('samesite'), 'Lax');
+    assert.equal(sid.attrs.get('path'), '/');
+  });
+});
