@@ -25,7 +25,8 @@ export const User: ClassDefinition = {
   id: { property: 'userId', column: 'user_id' },
   properties: {
     username: nullableTextProperty('username', { writable: true, required: true, input: Type.String({ pattern: USERNAME.source }) }),
-    publicKey: nullableTextProperty('public_key', { writable: true, input: Type.String({ minLength: 1, maxLength: 20_000 }), fromJson: publicKeyFromJson }),
+    // null clears the key (as a PUT without it does), so a user read without a key can be PUT back.
+    publicKey: nullableTextProperty('public_key', { writable: true, input: Type.Union([Type.String({ minLength: 1, maxLength: 20_000 }), Type.Null()]), fromJson: publicKeyFromJson }),
     privateKey: nullableTextProperty('private_key', { readScope: 'users.private_key:read', shownWhen: (row, caller) => row.user_id === caller.userId }),
     createdAt: timestampProperty('created_at'),
   },

@@ -2,6 +2,8 @@ import { Type, type TSchema } from 'typebox';
 import type { ClassDefinition } from './definition.ts';
 
 export const MAX_PAGE_SIZE = 250;
+/** The highest page whose offset, (page - 1) × pageSize, is still an exact integer the databases accept. */
+export const MAX_PAGE = Math.floor(Number.MAX_SAFE_INTEGER / MAX_PAGE_SIZE);
 
 const idSchema = () => Type.String({ format: 'uuid' });
 
@@ -46,7 +48,7 @@ export function listQuerySchema(definition: ClassDefinition) {
   return Type.Object(
     {
       pageSize: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, default: MAX_PAGE_SIZE })),
-      page: Type.Optional(Type.Integer({ minimum: 1, default: 1 })),
+      page: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE, default: 1 })),
       sortDirection: Type.Optional(Type.Enum(['ascending', 'descending'])),
       sortedColumn: Type.Optional(Type.Enum(definition.sortable)),
       ...filters,
