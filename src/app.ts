@@ -7,7 +7,7 @@ import type { Config } from './config.ts';
 import { openDatabase, type Database } from './db/connection.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { ensureSearchIndexes } from './db/search-indexes.ts';
-import { installErrorModel } from './http/error-handler.ts';
+import { installErrorModel, sendError, toApiError } from './http/error-handler.ts';
 import { healthRoutes } from './http/health.ts';
 import { openApi } from './http/openapi.ts';
 import { OneLinePerRequest } from './http/request-log.ts';
@@ -54,8 +54,9 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     await database.close();
     throw error;
   }
-  const redis = config.redisUrl ? new Redis(config.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: true }) : undefined;
-  redis?.on('error', () => {}); // reported per request by the rate limiter; avoid an unhandled 'error' event
+  // commandTimeout: while Redis is unreachable, queued commands otherwise waited for ioredis's
+  // growing reconnect delays (up to 10 s per request); now the limiter gives up after 250 ms.
+  const redis = config.redisUrl ? new Redis(config.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: true, commandTimeout: 250 }) : undefined;
 
   const app = Fastify({
     logger: {
@@ -70,6 +71,9 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     trustProxy: typeof config.trustProxy === 'number' ? trustHops(config.trustProxy) : config.trustProxy,
     // v1 paths carry comma-separated id lists, far longer than find-my-way's default 100.
     routerOptions: { ignoreTrailingSlash: true, ignoreDuplicateSlashes: true, maxParamLength: 16_384 },
+    // Errors raised before routing (a URL that is not valid percent-encoding) get the error shape too.
+    // (No hooks run for them, so the request id header is set here.)
+    frameworkErrors: (error, request, reply) => sendError(reply.header('x-request-id', request.id), toApiError(error, request)),
   })
     .withTypeProvider<TypeBoxTypeProvider>()
     .setValidatorCompiler(TypeBoxValidatorCompiler);
@@ -78,14 +82,22 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.decorate('config', config);
   app.decorate('database', database);
   app.decorate('redis', redis);
+  if (redis) reportRedisOutages(app, redis);
   app.decorate('rateLimitNamespace', options.rateLimitNamespace ?? 'ratelimit:');
   app.addHook('onClose', async () => {
     await database.close();
     if (redis) await redis.quit().catch(() => redis.disconnect());
   });
 
+  // A request in flight when close() starts ends its connection with its answer: otherwise a
+  // keep-alive client holds the server (and a graceful shutdown) open until its idle timeout.
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
+    if (closing) reply.header('connection', 'close');
   });
 
   installErrorModel(app);
@@ -96,4 +108,22 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(v4Api, { prefix: '/v4' });
   await app.register(webPages);
   return app;
+}
+
+/**
+ * While Redis is unreachable the rate limits let requests through (see limitRequests); the log
+ * says so once when it is lost and once when it is back, not on every reconnect attempt.
+ */
+function reportRedisOutages(app: FastifyInstance, redis: Redis): void {
+  let lost = false;
+  redis.on('error', (err) => {
+    if (lost) return;
+    lost = true;
+    app.log.warn({ err }, 'Redis is unreachable: rate limits are not enforced until it is back');
+  });
+  redis.on('ready', () => {
+    if (!lost) return;
+    lost = false;
+    app.log.info('Redis is reachable again: rate limits are enforced');
+  });
 }

@@ -1,4 +1,4 @@
-import { Migrator, type Kysely, type Migration } from 'kysely';
+import { Migrator, PostgresAdapter, sql, type Kysely, type Migration } from 'kysely';
 import * as m001 from './migrations/001_users.ts';
 import * as m002 from './migrations/002_legacy_content.ts';
 import * as m003 from './migrations/003_login.ts';
@@ -13,8 +13,20 @@ const migrations: Record<string, Migration> = {
 
 /** Brings the schema up to date; safe to run on every start and from several instances at once. */
 export async function migrateToLatest(db: Kysely<any>): Promise<void> {
-  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } });
-  const { error, results } = await migrator.migrateToLatest();
+  // Kysely looks for its migration tables in every schema it can see, so another schema of the same
+  // PostgreSQL database holding them would be taken for ours: name the schema we work in.
+  const migrationTableSchema =
+    db.getExecutor().adapter instanceof PostgresAdapter
+      ? ((await sql<{ schema: string | null }>`select current_schema() as schema`.execute(db)).rows[0]?.schema ?? undefined)
+      : undefined;
+  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations }, migrationTableSchema });
+  let { error, results } = await migrator.migrateToLatest();
+  // Kysely's check for its tables reads the catalog of every schema, and fails with 3F000 when
+  // another schema of the database is dropped meanwhile (another deployment's, a test run's). Our
+  // schema is untouched by that, so the check is simply run again.
+  for (let attempt = 1; attempt < 5 && (error as { code?: string } | undefined)?.code === '3F000'; attempt++) {
+    ({ error, results } = await migrator.migrateToLatest());
+  }
   if (error) {
     const failed = results?.find((result) => result.status === 'Error');
     throw new Error(`migration ${failed?.migrationName ?? ''} failed: ${(error as Error).message ?? error}`, { cause: error });
