@@ -61,7 +61,9 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     logger: {
       level: config.logLevel,
-      redact: { paths: [...REDACTED, ...REDACTED.map((key) => `*.${key}`), 'req.headers.authorization', 'req.headers["x-service-token"]', 'req.headers.cookie'], censor: '[redacted]' },
+      // Request lines never carry headers or bodies (see OneLinePerRequest); this guards other log
+      // calls. Exact paths only: wildcard paths cost every request line a walk over its keys.
+      redact: { paths: [...REDACTED, 'req.headers.authorization', 'req.headers["x-service-token"]', 'req.headers.cookie'], censor: '[redacted]' },
       ...(options.logStream ? { stream: options.logStream } : {}),
     },
     logController: new OneLinePerRequest(),
@@ -95,9 +97,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.addHook('preClose', async () => {
     closing = true;
   });
-  app.addHook('onSend', async (request, reply) => {
+  app.addHook('onSend', (request, reply, payload, done) => {
     reply.header('x-request-id', request.id);
     if (closing) reply.header('connection', 'close');
+    done(null, payload);
   });
 
   installErrorModel(app);

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Schema } from '../db/schema.ts';
+import { reusableQuery } from '../db/reusable-query.ts';
 
 export interface NewUser {
   userId: string;
@@ -18,18 +19,21 @@ export class DuplicateUserError extends Error {
 }
 
 export async function findPublicKey(db: Kysely<Schema>, userId: string): Promise<string | null | undefined> {
-  const row = await db.selectFrom('users').select('public_key').where('user_id', '=', userId).executeTakeFirst();
+  const [row] = await publicKeyOf(db, { userId });
   return row ? row.public_key : undefined;
 }
 
+const publicKeyOf = reusableQuery((db: Kysely<Schema>, { userId }: { userId: string }) =>
+  db.selectFrom('users').select('public_key').where('user_id', '=', userId),
+);
+
+const usersByIds = reusableQuery((db: Kysely<Schema>, { ids }: { ids: readonly string[] }) =>
+  db.selectFrom('users').select(['user_id', 'public_key']).where('user_id', 'in', ids).orderBy('user_id'),
+);
+
 export async function findUsers(db: Kysely<Schema>, userIds: readonly string[]): Promise<StoredUser[]> {
   if (userIds.length === 0) return [];
-  const rows = await db
-    .selectFrom('users')
-    .select(['user_id', 'public_key'])
-    .where('user_id', 'in', userIds)
-    .orderBy('user_id')
-    .execute();
+  const rows = await usersByIds(db, { ids: userIds });
   return rows.map((row) => ({ userId: row.user_id, publicKey: row.public_key }));
 }
 

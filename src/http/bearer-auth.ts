@@ -1,4 +1,7 @@
 import type { FastifyRequest } from 'fastify';
+import type { Kysely } from 'kysely';
+import { reusableQuery } from '../db/reusable-query.ts';
+import type { Schema } from '../db/schema.ts';
 import { hashSecret } from '../oauth/secrets.ts';
 import { ApiError } from './errors.ts';
 
@@ -34,14 +37,14 @@ function tokenOf(request: FastifyRequest): string | undefined {
  * onRequest hook of the v4 API: a request with a token is authenticated here (401 when the
  * token is unknown or expired); a request without one goes on unauthenticated.
  */
+const sessionByAccessToken = reusableQuery((db: Kysely<Schema>, { hash }: { hash: string }) =>
+  db.selectFrom('sessions').select(['session_id', 'user_id', 'client_id', 'scope', 'access_expires_at']).where('access_token_hash', '=', hash),
+);
+
 export async function readBearerToken(request: FastifyRequest): Promise<void> {
   const token = tokenOf(request);
   if (token === undefined) return;
-  const session = await request.server.database.db
-    .selectFrom('sessions')
-    .select(['session_id', 'user_id', 'client_id', 'scope', 'access_expires_at'])
-    .where('access_token_hash', '=', hashSecret(token))
-    .executeTakeFirst();
+  const [session] = await sessionByAccessToken(request.server.database.db, { hash: hashSecret(token) });
   if (!session) throw invalidToken('The access token is unknown or revoked');
   if (session.access_expires_at <= Date.now()) throw invalidToken('The access token has expired; refresh it');
   request.auth = { userId: session.user_id, clientId: session.client_id, sessionId: session.session_id, scopes: new Set(session.scope.split(' ')) };

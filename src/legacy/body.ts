@@ -41,5 +41,9 @@ export function readTextList(request: FastifyRequest): string[] {
 
 /** Splits a comma-separated list, trimming and dropping empty items and repeats. */
 export function splitList(text: string): string[] {
+  if (!text.includes(',')) {
+    const item = text.trim();
+    return item === '' ? [] : [item];
+  }
   return [...new Set(text.split(',').map((item) => item.trim()).filter((item) => item !== ''))];
 }

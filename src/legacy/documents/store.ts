@@ -1,5 +1,6 @@
 import { PostgresAdapter, type Kysely } from 'kysely';
 import type { DocumentsTable, Schema } from '../../db/schema.ts';
+import { reusableQuery } from '../../db/reusable-query.ts';
 
 /** Everything of a document but its content. */
 export type DocumentRow = Pick<DocumentsTable, 'document_id' | 'user_id' | 'name' | 'description' | 'revision' | 'download_count' | 'last_updated'>;
@@ -63,13 +64,16 @@ export async function listDocuments(db: Kysely<Schema>, options: ListOptions): P
  * downloads each add exactly one. Undefined when the document does not exist.
  */
 export async function downloadDocument(db: Kysely<Schema>, documentId: string): Promise<{ name: string; content: string } | undefined> {
-  return db
+  return (await countDownload(db, { documentId }))[0];
+}
+
+const countDownload = reusableQuery((db: Kysely<Schema>, { documentId }: { documentId: string }) =>
+  db
     .updateTable('documents')
     .set((eb) => ({ download_count: eb('download_count', '+', 1) }))
     .where('document_id', '=', documentId)
-    .returning(['name', 'content'])
-    .executeTakeFirst();
-}
+    .returning(['name', 'content']),
+);
 
 /**
  * Creates (revision 1) or updates (revision + 1) every document, or none: one transaction,

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { lockKeys } from '../../db/locks.ts';
 import type { Schema } from '../../db/schema.ts';
+import { reusableQuery } from '../../db/reusable-query.ts';
 
 export interface EngramRow {
   uid: string;
@@ -82,11 +83,14 @@ export async function findEngrams(db: Kysely<Schema>, identifiers: readonly stri
   const uids = identifiers.filter(isEngramUid).map((uid) => uid.toLowerCase());
   const classes = identifiers.filter((identifier) => !isEngramUid(identifier));
   if (identifiers.length === 0) return [];
-  return selectEngrams(db)
-    .where((eb) => eb.or([...(uids.length ? [eb('engrams.uid', 'in', uids)] : []), ...(classes.length ? [eb('engrams.class', 'in', classes)] : [])]))
-    .orderBy('engrams.uid')
-    .execute();
+  return engramsByIdentifiers(db, { uids, classes });
 }
+
+const engramsByIdentifiers = reusableQuery((db: Kysely<Schema>, { uids, classes }: { uids: readonly string[]; classes: readonly string[] }) =>
+  selectEngrams(db)
+    .where((eb) => eb.or([...(uids.length ? [eb('engrams.uid', 'in', uids)] : []), ...(classes.length ? [eb('engrams.class', 'in', classes)] : [])]))
+    .orderBy('engrams.uid'),
+);
 
 /** Adds or updates every engram, or none. */
 export async function saveEngrams(db: Kysely<Schema>, userId: string, writes: readonly EngramWrite[]): Promise<string[]> {

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { lockKey } from '../../db/locks.ts';
 import type { ModsTable, Schema } from '../../db/schema.ts';
+import { reusableQuery } from '../../db/reusable-query.ts';
 
 export type ModRow = Pick<ModsTable, 'mod_id' | 'name' | 'confirmed' | 'confirmation_code' | 'pull_url'>;
 
@@ -24,13 +25,17 @@ export class ModRuleError extends Error {
 
 const columns = ['mod_id', 'name', 'confirmed', 'confirmation_code', 'pull_url'] as const;
 
+const modsOf = reusableQuery((db: Kysely<Schema>, { userId }: { userId: string }) =>
+  db.selectFrom('mods').select(columns).where('user_id', '=', userId).orderBy('mod_id'),
+);
+const modsOfAmong = reusableQuery((db: Kysely<Schema>, { userId, modIds }: { userId: string; modIds: readonly string[] }) =>
+  db.selectFrom('mods').select(columns).where('user_id', '=', userId).where('mod_id', 'in', modIds).orderBy('mod_id'),
+);
+
 export async function listMods(db: Kysely<Schema>, userId: string, modIds?: readonly string[]): Promise<ModRow[]> {
-  let query = db.selectFrom('mods').select(columns).where('user_id', '=', userId);
-  if (modIds) {
-    if (modIds.length === 0) return [];
-    query = query.where('mod_id', 'in', modIds);
-  }
-  return query.orderBy('mod_id').execute();
+  if (!modIds) return modsOf(db, { userId });
+  if (modIds.length === 0) return [];
+  return modsOfAmong(db, { userId, modIds });
 }
 
 /** Mods of `modIds` that someone other than `userId` has confirmed. */

@@ -1,0 +1,64 @@
+import { createQueryId, type Compilable, type CompiledQuery, type Kysely } from 'kysely';
+
+type Value = string | number | bigint | boolean | null;
+type Params = Record<string, Value | readonly Value[]>;
+
+interface Template<R> {
+  compiled: CompiledQuery<R>;
+  /** Per parameter of the SQL: where its value comes from (a param, an element of a list param) or a constant. */
+  slots: Array<{ param: string; index?: number } | { constant: unknown }>;
+}
+
+const MARKER = '\u0000param:';
+
+/**
+ * A query that is built and compiled once per shape (per dialect and per length of each list
+ * parameter) and afterwards only executed with new values. Building and compiling a Kysely query
+ * costs more than the point lookup itself on SQLite, so the hottest reads are declared this way.
+ *
+ * `build` must use its params only as values in the query (never to decide its form, nor
+ * transformed): it is called with markers in their place, and each marker must reach the
+ * compiled parameters unchanged. Any other value it puts in the query is kept from the first
+ * build, so a value that changes between calls (the time, the caller) must be a param.
+ */
+export function reusableQuery<P extends Params, R>(build: (db: Kysely<any>, params: P) => Compilable<R>) {
+  const templates = new Map<unknown, Map<string, Template<R>>>();
+
+  function template(db: Kysely<any>, params: P): Template<R> {
+    const dialect = db.getExecutor().adapter.constructor;
+    const shape = Object.entries(params)
+      .map(([name, value]) => (Array.isArray(value) ? `${name}[${value.length}]` : name))
+      .join(',');
+    let byShape = templates.get(dialect);
+    if (!byShape) templates.set(dialect, (byShape = new Map()));
+    let found = byShape.get(shape);
+    if (found) return found;
+
+    const markers = Object.fromEntries(
+      Object.entries(params).map(([name, value]) => [name, Array.isArray(value) ? value.map((_, index) => `${MARKER}${name}:${index}`) : `${MARKER}${name}`]),
+    ) as unknown as P;
+    const compiled = build(db, markers).compile();
+    const slots = compiled.parameters.map((value) => {
+      if (typeof value !== 'string' || !value.startsWith(MARKER)) return { constant: value };
+      const [param, index] = value.slice(MARKER.length).split(':');
+      return index === undefined ? { param: param! } : { param: param!, index: Number(index) };
+    });
+    const used = new Set(compiled.parameters.filter((value) => typeof value === 'string' && value.startsWith(MARKER)));
+    const expected = Object.values(markers).flat();
+    if (expected.some((marker) => !used.has(marker))) throw new Error(`reusableQuery: a parameter was transformed or dropped in ${compiled.sql}`);
+    found = { compiled, slots };
+    byShape.set(shape, found);
+    return found;
+  }
+
+  return async function execute(db: Kysely<any>, params: P): Promise<R[]> {
+    const { compiled, slots } = template(db, params);
+    const parameters = slots.map((slot) => {
+      if ('constant' in slot) return slot.constant;
+      const value = params[slot.param];
+      return slot.index === undefined ? value : (value as readonly Value[])[slot.index];
+    });
+    const result = await db.executeQuery<R>({ ...compiled, parameters, queryId: createQueryId() });
+    return result.rows;
+  };
+}

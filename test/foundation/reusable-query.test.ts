@@ -1,0 +1,58 @@
+/**
+ * reusableQuery (src/db/reusable-query.ts): the hot reads compile once per shape and then only
+ * swap values, so each shape must still answer exactly what a freshly built query answers.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import type { Kysely } from 'kysely';
+import { reusableQuery } from '../../src/db/reusable-query.ts';
+import type { Schema } from '../../src/db/schema.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
+
+describe('reusableQuery', () => {
+  let server: TestServer;
+  let db: Kysely<Schema>;
+  const ids = ['00000000-0000-4000-8000-00000000000a', '00000000-0000-4000-8000-00000000000b', '00000000-0000-4000-8000-00000000000c'];
+  before(async () => {
+    server = await startServer();
+    db = server.app.database.db;
+    await db.insertInto('users').values(ids.map((user_id, index) => ({ user_id, public_key: `key ${index}`, created_at: Date.now() }))).execute();
+  });
+  after(() => server.close());
+
+  const usersAmong = reusableQuery((kysely: Kysely<Schema>, { among, notKey }: { among: readonly string[]; notKey: string }) =>
+    kysely.selectFrom('users').select(['user_id', 'public_key']).where('user_id', 'in', among).where('public_key', '!=', notKey).orderBy('user_id').limit(10),
+  );
+
+  test('each call answers its own values, across list lengths and repeated shapes', async () => {
+    for (const [among, notKey] of [
+      [[ids[0]!], 'none'],
+      [[ids[1]!], 'none'],
+      [[ids[1]!], 'key 1'],
+      [ids, 'key 0'],
+      [[ids[2]!, ids[0]!], 'none'],
+      [ids, 'none'],
+    ] as const) {
+      const expected = await db.selectFrom('users').select(['user_id', 'public_key']).where('user_id', 'in', among).where('public_key', '!=', notKey).orderBy('user_id').execute();
+      assert.deepEqual(await usersAmong(db, { among, notKey }), expected, `${among.length} ids, not ${notKey}`);
+    }
+  });
+
+  test('it runs inside a transaction, where the transaction sees its own writes', async () => {
+    const extra = '00000000-0000-4000-8000-00000000000d';
+    await db
+      .transaction()
+      .execute(async (trx) => {
+        await trx.insertInto('users').values({ user_id: extra, public_key: 'key 3', created_at: Date.now() }).execute();
+        assert.deepEqual(await usersAmong(trx, { among: [extra], notKey: 'none' }), [{ user_id: extra, public_key: 'key 3' }]);
+        throw new Error('roll back');
+      })
+      .catch(() => {});
+    assert.deepEqual(await usersAmong(db, { among: [extra], notKey: 'none' }), []);
+  });
+
+  test('a parameter used for anything but its value is refused when the query is first built', async () => {
+    const transformed = reusableQuery((kysely: Kysely<Schema>, { id }: { id: string }) => kysely.selectFrom('users').select('user_id').where('user_id', '=', `${id}-suffix`));
+    await assert.rejects(transformed(db, { id: ids[0]! }), /a parameter was transformed or dropped/);
+  });
+});
