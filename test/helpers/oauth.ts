@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { createAccount } from '../../src/accounts/accounts.ts';
 import { createApplication } from '../../src/oauth/clients.ts';
-import type { TestServer } from './server.ts';
+import type { Reply, TestServer } from './server.ts';
 
 export const REDIRECT_URI = 'http://127.0.0.1:9/callback';
 
@@ -122,10 +122,8 @@ export async function tokenRequest(server: TestServer, params: Record<string, st
   });
 }
 
-/** Signs a new account in to a new public app and answers the token response. */
-export async function signedInTokens(server: TestServer, scope = 'common users:read') {
-  const app = await newApp(server, { scopes: scope.split(' ') });
-  const account = await newAccount(server);
+/** Signs `account` in to `app` through the login pages and the token endpoint; answers the token response. */
+export async function tokensThroughPages(server: TestServer, app: { clientId: string }, account: { username: string; password: string }, scope = 'common users:read') {
   const { verifier, challenge } = pkcePair();
   const back = await authorize(server, { clientId: app.clientId, challenge, username: account.username, password: account.password, scope });
   const reply = await tokenRequest(server, {
@@ -136,5 +134,24 @@ export async function signedInTokens(server: TestServer, scope = 'common users:r
     code_verifier: verifier,
   });
   assert.equal(reply.status, 200, reply.text);
-  return { app, account, tokens: reply.body };
+  return reply.body as { access_token: string; refresh_token: string } & Record<string, any>;
+}
+
+/** Signs a new account in to a new public app and answers the token response. */
+export async function signedInTokens(server: TestServer, scope = 'common users:read') {
+  const app = await newApp(server, { scopes: scope.split(' ') });
+  const account = await newAccount(server);
+  return { app, account, tokens: await tokensThroughPages(server, app, account, scope) };
+}
+
+/** An RFC 6749 §5.2 error: exactly {error, error_description}, JSON, not cached (no WWW-Authenticate on a 400). */
+export function assertOAuthError(reply: Reply, error: string, status = 400) {
+  assert.equal(reply.status, status, reply.text);
+  assert.match(reply.headers.get('content-type') ?? '', /^application\/json/);
+  assert.equal(reply.headers.get('cache-control'), 'no-store');
+  assert.deepEqual(Object.keys(reply.body).sort(), ['error', 'error_description']);
+  assert.equal(reply.body.error, error, reply.text);
+  assert.equal(typeof reply.body.error_description, 'string');
+  assert.ok(reply.body.error_description.length > 0);
+  if (status === 400) assert.equal(reply.headers.get('www-authenticate'), null);
 }

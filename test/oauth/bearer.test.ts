@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { REDIRECT_URI, authorize, newAccount, newApp, pkcePair, signedInTokens, tokenRequest } from '../helpers/oauth.ts';
+import { newAccount, newApp, signedInTokens, tokenRequest, tokensThroughPages } from '../helpers/oauth.ts';
 import { freshDatabase, startServer, type Reply, type TestDatabase, type TestServer } from '../helpers/server.ts';
 
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
@@ -22,21 +22,6 @@ function assertInvalidToken(reply: Reply) {
   const challenge = reply.headers.get('www-authenticate') ?? '';
   assert.match(challenge, /^Bearer /);
   assert.match(challenge, /error="invalid_token"/);
-}
-
-/** Signs `account` in to `app` through the pages and answers the token response. */
-async function tokensFor(server: TestServer, app: { clientId: string }, account: { username: string; password: string }, scope = 'common users:read') {
-  const { verifier, challenge } = pkcePair();
-  const back = await authorize(server, { clientId: app.clientId, challenge, username: account.username, password: account.password, scope });
-  const reply = await tokenRequest(server, {
-    grant_type: 'authorization_code',
-    client_id: app.clientId,
-    code: back.searchParams.get('code')!,
-    redirect_uri: REDIRECT_URI,
-    code_verifier: verifier,
-  });
-  assert.equal(reply.status, 200, reply.text);
-  return reply.body as { access_token: string; refresh_token: string };
 }
 
 describe('bearer tokens on GET /v4/user', () => {
@@ -135,7 +120,7 @@ describe('bearer tokens on GET /v4/user', () => {
 
   test('DELETE /v4/session signs out: 204, then the access token and the refresh token are refused', async () => {
     const { app, account, tokens } = await signedInTokens(server);
-    const other = await tokensFor(server, app, account);
+    const other = await tokensThroughPages(server, app, account);
 
     const signOut = await server.request('DELETE', '/v4/session', { headers: bearer(tokens.access_token) });
     assert.equal(signOut.status, 204, signOut.text);
@@ -186,10 +171,10 @@ describe('v4 rate limit (RATE_LIMIT_V4) per user and application', () => {
     const otherApp = await newApp(issuer, { scopes: ['common', 'users:read'] });
     const alice = await newAccount(issuer);
     const bob = await newAccount(issuer);
-    const aliceTokens = await tokensFor(issuer, app, alice);
-    const aliceSecondSignIn = await tokensFor(issuer, app, alice);
-    const aliceInOtherApp = await tokensFor(issuer, otherApp, alice);
-    const bobTokens = await tokensFor(issuer, app, bob);
+    const aliceTokens = await tokensThroughPages(issuer, app, alice);
+    const aliceSecondSignIn = await tokensThroughPages(issuer, app, alice);
+    const aliceInOtherApp = await tokensThroughPages(issuer, otherApp, alice);
+    const bobTokens = await tokensThroughPages(issuer, app, bob);
 
     for (let i = 1; i <= LIMIT; i++) {
       const reply = await getUser(aliceTokens.access_token);
@@ -231,7 +216,7 @@ describe('v4 rate limit (RATE_LIMIT_V4) per user and application', () => {
   test('requests without a token are limited by IP, apart from the users', async () => {
     const app = await newApp(issuer, { scopes: ['common', 'users:read'] });
     const carol = await newAccount(issuer);
-    const carolTokens = await tokensFor(issuer, app, carol);
+    const carolTokens = await tokensThroughPages(issuer, app, carol);
     for (let i = 1; i <= LIMIT; i++) {
       const reply = await limited.request('GET', '/v4/user');
       assert.equal(reply.status, 401, reply.text);
@@ -246,7 +231,7 @@ describe('v4 rate limit (RATE_LIMIT_V4) per user and application', () => {
   test('requests refused for a missing scope count toward the user and application', async () => {
     const app = await newApp(issuer, { scopes: ['common', 'users:read'] });
     const dave = await newAccount(issuer);
-    const commonOnly = await tokensFor(issuer, app, dave, 'common');
+    const commonOnly = await tokensThroughPages(issuer, app, dave, 'common');
     for (let i = 1; i <= LIMIT; i++) assertError(await getUser(commonOnly.access_token), 403, 'forbidden');
     const refused = await getUser(commonOnly.access_token);
     assertError(refused, 429, 'tooManyRequests');

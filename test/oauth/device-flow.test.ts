@@ -11,7 +11,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { FormClient, newAccount, newApp, pkcePair, tokenRequest } from '../helpers/oauth.ts';
+import { FormClient, assertOAuthError, newAccount, newApp, pkcePair, tokenRequest } from '../helpers/oauth.ts';
 import { TEST_HOST, startServer, type Reply, type TestServer } from '../helpers/server.ts';
 
 const ALPHABET = '23456789ABCDEFGHJKLMNPRSTUVWXYZ';
@@ -36,15 +36,6 @@ const form = (params: Record<string, string>) => ({
   headers: { 'content-type': 'application/x-www-form-urlencoded' },
 });
 
-/** An RFC 6749 §5.2 error: exactly {error, error_description}, JSON, not cached. */
-function assertOAuthError(reply: Reply, error: string, status = 400) {
-  assert.equal(reply.status, status, reply.text);
-  assert.match(reply.headers.get('content-type') ?? '', /^application\/json/);
-  assert.equal(reply.headers.get('cache-control'), 'no-store');
-  assert.deepEqual(Object.keys(reply.body).sort(), ['error', 'error_description']);
-  assert.equal(reply.body.error, error, reply.text);
-  assert.ok(reply.body.error_description.length > 0);
-}
 
 /** POST /v4/device for `app`; answers the reply and the verifier of its challenge. */
 async function startDevice(server: TestServer, app: App, params: Record<string, string | undefined> = {}, headers: Record<string, string> = {}) {

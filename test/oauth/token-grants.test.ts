@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { createHash, randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { FormClient, REDIRECT_URI, authorize, newAccount, newApp, pkcePair, tokenRequest } from '../helpers/oauth.ts';
+import { FormClient, assertOAuthError, REDIRECT_URI, authorize, newAccount, newApp, pkcePair, tokenRequest } from '../helpers/oauth.ts';
 import { startServer, type Reply, type TestServer } from '../helpers/server.ts';
 
 /** RFC 7636 appendix B. */
@@ -53,17 +53,6 @@ async function tokensFor(app: App, scope = SCOPE) {
 const refresh = (app: App, refreshToken: string, extra: Record<string, string> = {}, headers: Record<string, string> = {}) =>
   tokenRequest(server, { grant_type: 'refresh_token', client_id: app.clientId, refresh_token: refreshToken, ...extra }, headers);
 
-/** An RFC 6749 §5.2 error: exactly {error, error_description}, JSON, not cached. */
-function assertOAuthError(reply: Reply, error: string, status = 400) {
-  assert.equal(reply.status, status, reply.text);
-  assert.match(reply.headers.get('content-type') ?? '', /^application\/json/);
-  assert.equal(reply.headers.get('cache-control'), 'no-store');
-  assert.deepEqual(Object.keys(reply.body).sort(), ['error', 'error_description']);
-  assert.equal(reply.body.error, error, reply.text);
-  assert.equal(typeof reply.body.error_description, 'string');
-  assert.ok(reply.body.error_description.length > 0);
-  if (status === 400) assert.equal(reply.headers.get('www-authenticate'), null);
-}
 
 async function assertTokenDead(accessToken: string) {
   const reply = await whoAmI(accessToken);
