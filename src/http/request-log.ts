@@ -20,3 +20,25 @@ export class OneLinePerRequest extends LogController {
     else reply.log.info(line, 'request');
   }
 }
+
+const SECRET_KEYS = ['password', 'client_secret', 'access_token', 'refresh_token', 'code_verifier', 'token', 'code'];
+const SECRET_HEADERS = ['authorization', 'x-service-token', 'cookie'];
+
+/**
+ * pino's log formatter: a logged object's secret-named fields, and the credential headers of a
+ * logged `headers` object, are replaced by "[redacted]" whatever logs them. (A logged `req` goes
+ * through Fastify's serializer, which keeps no headers.)
+ */
+export function censorSecrets(object: Record<string, unknown>): Record<string, unknown> {
+  let censored: Record<string, unknown> | undefined;
+  for (const key of SECRET_KEYS) {
+    if (key in object) (censored ??= { ...object })[key] = '[redacted]';
+  }
+  const headers = object.headers;
+  if (headers && typeof headers === 'object' && SECRET_HEADERS.some((name) => name in headers)) {
+    const copy: Record<string, unknown> = { ...headers };
+    for (const name of SECRET_HEADERS) if (name in copy) copy[name] = '[redacted]';
+    (censored ??= { ...object }).headers = copy;
+  }
+  return censored ?? object;
+}

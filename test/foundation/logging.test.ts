@@ -180,6 +180,21 @@ describe('secrets never reach the logs', () => {
     assert.equal(poll.body.error, 'authorization_pending');
   });
 
+  test('a log call elsewhere in the code that passes a secret-named field or request headers is censored', () => {
+    const before = server.logs.length;
+    server.app.log.warn({ password: 'stray-password-1', client_secret: 'stray-secret-2', detail: 'kept' }, 'stray');
+    const headers = { authorization: 'Bearer stray-token-3', cookie: 'sid=stray-cookie-4', accept: 'text/html' };
+    server.app.log.warn({ headers }, 'stray headers');
+    server.app.log.warn({ req: { method: 'GET', headers } }, 'stray request');
+    const [fields, headerLine, request] = parsed(server, before);
+    assert.equal(fields!.password, '[redacted]');
+    assert.equal(fields!.client_secret, '[redacted]');
+    assert.equal(fields!.detail, 'kept');
+    assert.deepEqual(headerLine!.headers, { authorization: '[redacted]', cookie: '[redacted]', accept: 'text/html' });
+    assert.equal(request!.req.method, 'GET');
+    for (const value of ['stray-password-1', 'stray-secret-2', 'stray-token-3', 'stray-cookie-4']) remember(value, value);
+  });
+
   test('none of the values above appears in any log line', () => {
     assert.ok(secrets.length >= 15, `collected ${secrets.length} secrets`);
     const all = server.logs.join('\n');
