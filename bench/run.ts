@@ -34,6 +34,8 @@ interface Row extends Figures {
 }
 
 const HELLO = './bench/hello-world.ts';
+const FLOOR = './bench/floor-server.ts';
+const FLOOR_PATH = '/v1/user.php/00000000-0000-4000-8000-000000000000';
 // The server runs with its production settings, rate limits included, set high enough not to trip.
 const serverEnv = (databaseUrl: string, workshopTemplate: string) => ({
   DATABASE_URL: databaseUrl,
@@ -51,6 +53,18 @@ async function helloWorld(): Promise<Figures> {
     return await measure(hello.url, { path: '/' }, { seconds, connections });
   } finally {
     await hello.stop();
+  }
+}
+
+/** The reference of floor-server.ts: the per-request work the issues require, and nothing else. */
+async function floor(): Promise<Row> {
+  const server = await startProcess(FLOOR, {}, FLOOR_PATH);
+  try {
+    await measure(server.url, { path: FLOOR_PATH }, { seconds: 2, connections }); // warm-up
+    const figures = await measure(server.url, { path: FLOOR_PATH }, { seconds, connections });
+    return { name: 'reference: bare Fastify + pino line + rate limit + raw SQLite lookup', connections, ...figures, ratio: 0, serverRssMiB: server.memory().peakMiB };
+  } finally {
+    await server.stop();
   }
 }
 
@@ -101,7 +115,7 @@ const started = new Date();
 const before = await helloWorld();
 process.stderr.write(`hello-world: ${before.requestsPerSecond} req/s\n`);
 const rows: Row[] = [];
-if (!values['skip-standard']) rows.push(...(await runStandard()));
+if (!values['skip-standard']) rows.push(await floor(), ...(await runStandard()));
 if (values.large) rows.push(...(await largeListCases({ seconds })));
 const after = await helloWorld();
 const hello = Math.round((before.requestsPerSecond + after.requestsPerSecond) / 2);
