@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { FormClient, REDIRECT_URI, authorize, newAccount, newApp, pkcePair, tokenRequest } from '../helpers/oauth.ts';
+import { FormClient, REDIRECT_URI, authorize, newAccount, newApp, pkcePair, tokenRequest, tokensThroughPages } from '../helpers/oauth.ts';
 import { TEST_HOST, startServer, type Reply, type TestServer } from '../helpers/server.ts';
 
 let server: TestServer;
@@ -229,18 +229,7 @@ describe('GET /v4/login', () => {
   describe('scopes granted', () => {
     /** The browser flow and the code exchange; answers the scope of the token response. */
     async function grantedScope(client: { clientId: string }, scope: string) {
-      const { verifier, challenge } = pkcePair();
-      const back = await authorize(server, { clientId: client.clientId, challenge, username: account.username, password: account.password, scope });
-      assert.ok(back.searchParams.get('code'), back.href);
-      const reply = await tokenRequest(server, {
-        grant_type: 'authorization_code',
-        client_id: client.clientId,
-        code: back.searchParams.get('code')!,
-        redirect_uri: REDIRECT_URI,
-        code_verifier: verifier,
-      });
-      assert.equal(reply.status, 200, reply.text);
-      return reply.body.scope as string;
+      return (await tokensThroughPages(server, client, account, scope)).scope as string;
     }
 
     test('common is always granted, even when not asked for', async () => {
