@@ -17,7 +17,7 @@ const MARKER = '\u0000param:';
  * costs more than the point lookup itself on SQLite, so the hottest reads are declared this way.
  *
  * `build` must use its params only as values in the query (never to decide its form, nor
- * transformed): it is called with markers in their place, and each marker must reach the
+ * transformed; only a list's length may shape it, as the length is part of the shape): it is called with markers in their place, and each marker must reach the
  * compiled parameters unchanged. Any other value it puts in the query is kept from the first
  * build, so a value that changes between calls (the time, the caller) must be a param.
  */

@@ -33,14 +33,14 @@ function tokenOf(request: FastifyRequest): string | undefined {
   return typeof header === 'string' && header !== '' ? header : undefined;
 }
 
-/**
- * onRequest hook of the v4 API: a request with a token is authenticated here (401 when the
- * token is unknown or expired); a request without one goes on unauthenticated.
- */
 const sessionByAccessToken = reusableQuery((db: Kysely<Schema>, { hash }: { hash: string }) =>
   db.selectFrom('sessions').select(['session_id', 'user_id', 'client_id', 'scope', 'access_expires_at']).where('access_token_hash', '=', hash),
 );
 
+/**
+ * onRequest hook of the v4 API: a request with a token is authenticated here (401 when the
+ * token is unknown or expired); a request without one goes on unauthenticated.
+ */
 export async function readBearerToken(request: FastifyRequest): Promise<void> {
   const token = tokenOf(request);
   if (token === undefined) return;

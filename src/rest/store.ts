@@ -86,7 +86,8 @@ export class ClassStore {
   async save(caller: Caller, items: Row[]): Promise<{ created: Row[]; updated: Row[] }> {
     const idProperty = this.definition.id.property;
     const ids = items.map((item) => item[idProperty]).filter((id): id is string => typeof id === 'string').map(normalizeUuid);
-    const repeated = ids.find((id, index) => ids.indexOf(id) !== index);
+    const givenIds = new Set(ids);
+    const repeated = givenIds.size === ids.length ? undefined : ids.find((id, index) => ids.indexOf(id) !== index);
     if (repeated) throw badRequest(`${idProperty} ${repeated} appears twice in the request`, { [idProperty]: repeated });
     return this.transaction(async (db) => {
       const visible = await this.visibleIds(db, caller, ids);
@@ -98,7 +99,7 @@ export class ClassStore {
         if (id !== undefined && visible.has(id)) updates.push({ id, item });
         else creates.push(this.newRow(caller, id, item, index));
       }
-      await this.checkNotHidden(db, creates.map((row) => row[this.idColumn] as string).filter((id) => ids.includes(id)));
+      await this.checkNotHidden(db, creates.map((row) => row[this.idColumn] as string).filter((id) => givenIds.has(id)));
       await this.checkChangeable(db, caller, updates.map(({ id }) => id));
       for (const { id, item } of updates) await this.applyUpdate(db, caller, id, item, 'merge');
       await this.insertRows(db, creates);

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { findAccount, findAccountByLogin } from '../accounts/accounts.ts';
+import { findAccount, findAccountByLogin, type Account } from '../accounts/accounts.ts';
 import { verifyPassword } from '../accounts/passwords.ts';
 import { verifyTotp } from '../accounts/totp.ts';
 import { isTrustedDevice, trustDevice } from '../accounts/trusted-devices.ts';
@@ -28,16 +28,22 @@ const expired = (reply: FastifyReply) =>
  */
 export async function loginPages(web: FastifyInstance): Promise<void> {
   const db = () => web.database.db;
+  // The account a sign-in names, looked up once per request: the per-account limit and the
+  // password check both need it.
+  const loginOf = (request: FastifyRequest) => String((request.body as Record<string, unknown> | undefined)?.username ?? '').trim();
+  const accountsNamed = new WeakMap<FastifyRequest, Promise<Account | undefined>>();
+  const accountNamedIn = (request: FastifyRequest) => {
+    let account = accountsNamed.get(request);
+    if (!account) accountsNamed.set(request, (account = findAccountByLogin(db(), loginOf(request))));
+    return account;
+  };
   const passwordFailuresByIp = failureLimiter(web, { name: 'password-ip', max: 30, windowMs: 15 * 60_000, key: (r) => r.ip });
   const passwordFailuresByAccount = failureLimiter(web, {
     name: 'password-account',
     max: 10,
     windowMs: 15 * 60_000,
     // Keyed by the account, so its username and its email address share one count.
-    key: async (r) => {
-      const login = String((r.body as Record<string, unknown> | undefined)?.username ?? '').trim().toLowerCase();
-      return (await findAccountByLogin(db(), login))?.userId ?? login;
-    },
+    key: async (r) => (await accountNamedIn(r))?.userId ?? loginOf(r).toLowerCase(),
   });
   const codeFailures = failureLimiter(web, { name: 'totp-ip', max: 10, windowMs: 15 * 60_000, key: (r) => r.ip });
   const csrf = { preHandler: web.csrfProtection };
@@ -76,12 +82,12 @@ export async function loginPages(web: FastifyInstance): Promise<void> {
   web.post<{ Params: { interaction: string }; Body: Record<string, string | undefined> }>(`${PAGE}/password`, csrf, async (request, reply) => {
     const loaded = await load(request, reply);
     if (!loaded) return reply;
-    const username = String(request.body?.username ?? '').trim();
+    const username = loginOf(request);
     const password = String(request.body?.password ?? '');
     const again = (error: string, status: number) => sendPage(reply, 'signin', { appName: loaded.app.name, action: `${loaded.action}/password`, username, error }, status);
     const wait = Math.max(await passwordFailuresByIp.retryAfter(request), await passwordFailuresByAccount.retryAfter(request));
     if (wait > 0) return again(tooManyAttempts(reply, 'failed sign-ins', wait), 429);
-    const account = await findAccountByLogin(db(), username);
+    const account = await accountNamedIn(request);
     if (!(await verifyPassword(account?.passwordHash, password)) || !account) {
       await Promise.all([passwordFailuresByIp.recordFailure(request), passwordFailuresByAccount.recordFailure(request)]);
       return again('Wrong username or password.', 401);
