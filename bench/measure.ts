@@ -7,15 +7,19 @@ export interface Load {
   body?: string;
   /** A different request each time (single-use codes and tokens, fresh ids). */
   next?: () => { path?: string; headers?: Record<string, string>; body?: string };
+  /** The status every answer must have (default: any 2xx). */
+  expectStatus?: number;
 }
 
 export interface Figures {
   requestsPerSecond: number;
   p50: number;
   p99: number;
-  /** Answers outside 2xx, and connection errors or timeouts: a case with any of these is flagged. */
+  /** Answers of another status, and connection errors or timeouts: a case with any of these is flagged. */
   failed: number;
   requests: number;
+  /** Average bytes per answer (body and headers), to see whether compression applied. */
+  bytesPerAnswer: number;
 }
 
 export async function measure(baseUrl: string, load: Load, options: { seconds: number; connections: number }): Promise<Figures> {
@@ -34,11 +38,16 @@ export async function measure(baseUrl: string, load: Load, options: { seconds: n
       },
     ],
   });
+  const statuses = result.statusCodeStats as unknown as Record<string, { count: number }>;
+  const answered = Object.values(statuses).reduce((sum, { count }) => sum + count, 0);
+  const unexpected =
+    load.expectStatus === undefined ? result.non2xx : answered - (statuses[String(load.expectStatus)]?.count ?? 0);
   return {
     requestsPerSecond: Math.round(result.requests.average),
     p50: result.latency.p50,
     p99: result.latency.p99,
-    failed: result.non2xx + result.errors + result.timeouts,
+    failed: unexpected + result.errors + result.timeouts,
     requests: result.requests.total,
+    bytesPerAnswer: answered > 0 ? Math.round(result.throughput.total / answered) : 0,
   };
 }

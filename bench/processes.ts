@@ -5,6 +5,8 @@ import { createServer } from 'node:net';
 export interface Running {
   url: string;
   pid: number;
+  /** Milliseconds from spawning the process to its first answer on the probe path. */
+  startMs: number;
   /** Resident memory now and at its peak, in MiB (Linux /proc). */
   memory(): { rssMiB: number; peakMiB: number };
   stop(): Promise<void>;
@@ -29,22 +31,27 @@ async function waitUntilServing(url: string, child: ChildProcess, stderr: () => 
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`${url} exited with ${child.exitCode}: ${stderr()}`);
     try {
-      await fetch(url);
-      return;
+      if ((await fetch(url)).status < 500) return;
     } catch {
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      // not listening yet
     }
+    await new Promise((resolve) => setTimeout(resolve, 10));
   }
   throw new Error(`${url} did not start within 30 s: ${stderr()}`);
 }
 
-/** Starts a TypeScript entry point under tsx as its own process and waits until it answers on `probePath`. */
+/**
+ * Starts an entry point as its own process and waits until it answers on `probePath`: compiled
+ * JavaScript (`.js`) with plain node, as production runs it, TypeScript under tsx's loader.
+ */
 export async function startProcess(entry: string, env: Record<string, string>, probePath = '/'): Promise<Running> {
   const port = await freePort();
   // tsx runs the process as a child of its own; spawning node with tsx's loader keeps one process to measure.
   // BENCH_NODE_ARGS passes flags to the measured processes, e.g. --cpu-prof to see where time goes.
   const nodeArgs = process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
-  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', entry], {
+  const loader = entry.endsWith('.ts') ? ['--import', 'tsx'] : [];
+  const spawnedAt = performance.now();
+  const child = spawn(process.execPath, [...nodeArgs, ...loader, entry], {
     env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
@@ -52,9 +59,11 @@ export async function startProcess(entry: string, env: Record<string, string>, p
   child.stderr!.on('data', (chunk) => (errors = (errors + chunk).slice(-4000)));
   const url = `http://127.0.0.1:${port}`;
   await waitUntilServing(url + probePath, child, () => errors);
+  const startMs = Math.round(performance.now() - spawnedAt);
   return {
     url,
     pid: child.pid!,
+    startMs,
     memory: () => memoryOf(child.pid!),
     async stop() {
       if (child.exitCode !== null) return;

@@ -1,19 +1,27 @@
 import { randomUUID } from 'node:crypto';
 import { TypeBoxValidatorCompiler, registerAjvFormats, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import compress from '@fastify/compress';
 import Fastify, { type FastifyInstance } from 'fastify';
+import { constants as zlibConstants } from 'node:zlib';
 import { Redis } from 'ioredis';
 import type { DestinationStream } from 'pino';
+import { classes } from './classes/index.ts';
 import type { Config } from './config.ts';
 import { openDatabase, type Database } from './db/connection.ts';
 import { migrateToLatest } from './db/migrate.ts';
+import { Purger } from './db/purge.ts';
 import { ensureSearchIndexes } from './db/search-indexes.ts';
-import { installErrorModel, sendError, toApiError } from './http/error-handler.ts';
+import { apiErrorForThrown, installErrorModel, sendError } from './http/error-handler.ts';
+import { installInputGuard, NODE_HEAD_LIMIT } from './http/input-guard.ts';
+import { answerClientError, answerConnect, answerUnknownExpectation } from './http/raw-errors.ts';
 import { healthRoutes } from './http/health.ts';
+import { metricsEndpoint } from './http/metrics.ts';
 import { openApi } from './http/openapi.ts';
 import { OneLinePerRequest, censorSecrets } from './http/request-log.ts';
-import { v4Api } from './http/v4-api.ts';
+import { protectV4Api } from './http/v4-api.ts';
 import { legacyApi } from './legacy/index.ts';
-import { oauthEndpoints } from './oauth/index.ts';
+import { discoveryRoute, oauthEndpoints } from './oauth/index.ts';
+import { registerClasses } from './rest/routes.ts';
 import { webPages } from './web/index.ts';
 
 declare module 'fastify' {
@@ -24,6 +32,8 @@ declare module 'fastify' {
     redis: Redis | undefined;
     /** Prefix of every key this instance writes to Redis. */
     rateLimitNamespace: string;
+    /** Deletes expired rows in the background while the server listens. */
+    purger: Purger;
   }
 }
 
@@ -33,6 +43,10 @@ export interface AppOptions {
   logStream?: DestinationStream;
   /** Prefix for shared rate-limit keys; tests use a fresh one per run. */
   rateLimitNamespace?: string;
+  /** Time between background purges of expired rows (default 10 minutes). */
+  purgeIntervalMs?: number;
+  /** False when the schema is already migrated (cluster workers: the primary migrated it). */
+  migrate?: boolean;
 }
 
 registerAjvFormats();
@@ -41,13 +55,18 @@ function trustHops(count: number) {
   return (_address: string, hop: number) => hop < count;
 }
 
+/** The v4 API: the classes, served by the REST engine behind bearer tokens. */
+async function v4Api(api: FastifyInstance): Promise<void> {
+  await protectV4Api(api);
+  await registerClasses(api, classes);
+}
+
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const { config } = options;
   const database = openDatabase(config.database);
   const startupWarnings: string[] = [];
   try {
-    await migrateToLatest(database.db);
-    await ensureSearchIndexes(database.db, database.kind, (message) => startupWarnings.push(message));
+    if (options.migrate !== false) await prepareSchema(database, (message) => startupWarnings.push(message));
   } catch (error) {
     await database.close();
     throw error;
@@ -73,7 +92,13 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     routerOptions: { ignoreTrailingSlash: true, ignoreDuplicateSlashes: true, maxParamLength: 16_384 },
     // Errors raised before routing (a URL that is not valid percent-encoding) get the error shape too.
     // (No hooks run for them, so the request id header is set here.)
-    frameworkErrors: (error, request, reply) => sendError(reply.header('x-request-id', request.id), toApiError(error, request)),
+    frameworkErrors: (error, request, reply) =>
+      sendError(reply.header('x-request-id', request.id).header('x-content-type-options', 'nosniff'), apiErrorForThrown(error, request)),
+    // Requests Node cannot parse, or parses but would refuse itself (no Host), answer in our shape too.
+    clientErrorHandler: answerClientError,
+    // Node refuses request heads over its limit before the method is known, so a refused HEAD could
+    // not be told from a GET: Node's limit is 64 KiB and the 16 KiB limit is ours (input-guard.ts).
+    http: { requireHostHeader: false, maxHeaderSize: NODE_HEAD_LIMIT },
   })
     .withTypeProvider<TypeBoxTypeProvider>()
     .setValidatorCompiler(TypeBoxValidatorCompiler);
@@ -84,7 +109,11 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.decorate('redis', redis);
   if (redis) reportRedisOutages(app, redis);
   app.decorate('rateLimitNamespace', options.rateLimitNamespace ?? 'ratelimit:');
+  const purger = new Purger(database.db, app.log, { intervalMs: options.purgeIntervalMs });
+  app.decorate('purger', purger);
+  app.addHook('onListen', async () => purger.start());
   app.addHook('onClose', async () => {
+    await purger.stop();
     await database.close();
     if (redis) await redis.quit().catch(() => redis.disconnect());
   });
@@ -97,18 +126,41 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   });
   app.addHook('onSend', (request, reply, payload, done) => {
     reply.header('x-request-id', request.id);
+    reply.header('x-content-type-options', 'nosniff');
+    // An answer to a request carrying credentials (a v4 token, a v1 signature) is the caller's own.
+    if (request.headers.authorization !== undefined || request.headers['x-service-token'] !== undefined) reply.header('cache-control', 'no-store');
     if (closing) reply.header('connection', 'close');
     done(null, payload);
   });
+  app.server.on('checkExpectation', answerUnknownExpectation);
+  app.server.on('connect', answerConnect);
+  installInputGuard(app);
 
   installErrorModel(app);
+  // Answers over 1 KiB in br or gzip when the client accepts it. Compressible types only (not the
+  // octet-stream documents); routes with precompressed bodies opt out (the engram lists). Request
+  // bodies are never inflated: the body limits stay limits on what arrives.
+  await app.register(compress, {
+    threshold: 1024,
+    encodings: ['br', 'gzip'],
+    globalDecompression: false,
+    brotliOptions: { params: { [zlibConstants.BROTLI_PARAM_QUALITY]: 4 } },
+  });
+  await metricsEndpoint(app);
   await openApi(app);
   await app.register(healthRoutes);
   await app.register(legacyApi, { prefix: '/v1' });
   await app.register(oauthEndpoints, { prefix: '/v4' });
+  await app.register(discoveryRoute);
   await app.register(v4Api, { prefix: '/v4' });
   await app.register(webPages);
   return app;
+}
+
+/** Migrates the schema and creates the search indexes the database supports; idempotent. */
+export async function prepareSchema(database: Database, warn: (message: string) => void): Promise<void> {
+  await migrateToLatest(database.db);
+  await ensureSearchIndexes(database.db, database.kind, warn);
 }
 
 /**

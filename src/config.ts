@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import envSchema from 'env-schema';
 import { Type, type Static } from 'typebox';
 
@@ -14,6 +15,8 @@ const EnvSchema = Type.Object({
   RATE_LIMIT_V1: Type.Integer({ minimum: 0, default: 300 }),
   RATE_LIMIT_V4: Type.Integer({ minimum: 0, default: 3000 }),
   TRUST_PROXY: Type.Optional(Type.String({ minLength: 1 })),
+  WORKERS: Type.String({ pattern: '^(auto|[1-9][0-9]{0,2})$', default: '1' }),
+  METRICS_TOKEN: Type.Optional(Type.String({ minLength: 1 })),
   LOG_LEVEL: Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], { default: 'info' }),
 });
 
@@ -34,6 +37,10 @@ export interface Config {
   logLevel: string;
   /** Fastify's trustProxy: whether X-Forwarded-For decides the client IP (rate limits). */
   trustProxy: boolean | number | string;
+  /** Server processes sharing the port (node:cluster); 1 = this process serves. */
+  workers: number;
+  /** Bearer token that GET /metrics requires; undefined = no /metrics. */
+  metricsToken: string | undefined;
 }
 
 export class ConfigError extends Error {}
@@ -63,6 +70,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     rateLimitV4: parsed.RATE_LIMIT_V4,
     logLevel: parsed.LOG_LEVEL,
     trustProxy: parseTrustProxy(parsed.TRUST_PROXY),
+    workers: parsed.WORKERS === 'auto' ? availableParallelism() : Number(parsed.WORKERS),
+    metricsToken: parsed.METRICS_TOKEN,
   };
 }
 
@@ -93,6 +102,8 @@ function describePattern(variable: string): string {
       return 'expected sqlite:PATH or postgres://…';
     case 'REDIS_URL':
       return 'expected redis://…';
+    case 'WORKERS':
+      return 'expected a number of processes from 1 to 999, or auto (one per core)';
     case 'WORKSHOP_URL':
       return 'expected an http(s) URL containing {id}';
     default:

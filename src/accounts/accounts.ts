@@ -3,7 +3,8 @@ import { sql, type Kysely } from 'kysely';
 import { isUniqueViolation } from '../db/errors.ts';
 import type { Schema } from '../db/schema.ts';
 import { hashPassword, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from './passwords.ts';
-import { isBase32Secret } from './totp.ts';
+import { isBase32Secret, totpStep } from './totp.ts';
+import { endAllDeviceTrust } from './trusted-devices.ts';
 
 /** A user who can sign in with a password. */
 export interface Account {
@@ -63,7 +64,8 @@ function toAccount(row: Pick<Schema['users'], (typeof accountColumns)[number]>):
 /** Finds an account by username (any case) or email address. */
 export async function findAccountByLogin(db: Kysely<Schema>, login: string): Promise<Account | undefined> {
   const key = login.trim().toLowerCase();
-  if (key === '' || key.length > 254) return undefined;
+  // No account's name holds a NUL, and PostgreSQL refuses one in a query.
+  if (key === '' || key.length > 254 || key.includes('\u0000')) return undefined;
   const row = await db
     .selectFrom('users')
     .select(accountColumns)
@@ -77,13 +79,56 @@ export async function findAccount(db: Kysely<Schema>, userId: string): Promise<A
   return row && toAccount(row);
 }
 
+/** Runs `work` in the caller's transaction when `db` is one, else in a new transaction. */
+const inTransaction = <T>(db: Kysely<Schema>, work: (trx: Kysely<Schema>) => Promise<T>): Promise<T> =>
+  db.isTransaction ? work(db) : db.transaction().execute(work);
+
+/** Sets the password; every device trusted to skip the two-step code is trusted no longer. */
 export async function setPassword(db: Kysely<Schema>, userId: string, password: string): Promise<boolean> {
   checkPassword(password);
-  const result = await db.updateTable('users').set({ password_hash: await hashPassword(password) }).where('user_id', '=', userId).executeTakeFirst();
+  const passwordHash = await hashPassword(password);
+  return inTransaction(db, async (trx) => {
+    const stored = await storePasswordHash(trx, userId, passwordHash);
+    await endAllDeviceTrust(trx, userId);
+    return stored;
+  });
+}
+
+/** Stores a password hashed beforehand (hashPassword), so a transaction need not wait for the hashing. */
+export async function storePasswordHash(db: Kysely<Schema>, userId: string, passwordHash: string): Promise<boolean> {
+  const result = await db.updateTable('users').set({ password_hash: passwordHash }).where('user_id', '=', userId).executeTakeFirst();
   return result.numUpdatedRows > 0n;
 }
 
+/** Sets (or with null, removes) the two-step secret; it ends every device trust as well. */
 export async function setTotpSecret(db: Kysely<Schema>, userId: string, secret: string | null): Promise<boolean> {
-  const result = await db.updateTable('users').set({ totp_secret: secret }).where('user_id', '=', userId).executeTakeFirst();
-  return result.numUpdatedRows > 0n;
+  return inTransaction(db, async (trx) => {
+    const result = await trx.updateTable('users').set({ totp_secret: secret }).where('user_id', '=', userId).executeTakeFirst();
+    await endAllDeviceTrust(trx, userId);
+    return result.numUpdatedRows > 0n;
+  });
+}
+
+export type TotpOutcome = 'accepted' | 'wrong' | 'used';
+
+/**
+ * Checks a two-step code of the user. A code is accepted only for a time step later than the
+ * last one accepted (RFC 6238 §5.2), decided by one conditional UPDATE, so of two simultaneous
+ * submissions of one code only one is accepted. 'used': the code is right but its step (or a
+ * later one) was accepted already.
+ */
+export async function acceptTotpCode(db: Kysely<Schema>, userId: string, code: string, now = Date.now()): Promise<TotpOutcome> {
+  const row = await db.selectFrom('users').select('totp_secret').where('user_id', '=', userId).executeTakeFirst();
+  if (!row?.totp_secret) return 'wrong';
+  const step = totpStep(row.totp_secret, code, now);
+  if (step === undefined) return 'wrong';
+  const accepted = await db
+    .updateTable('users')
+    .set({ totp_last_step: step })
+    .where('user_id', '=', userId)
+    // The secret it was checked against is still the account's.
+    .where('totp_secret', '=', row.totp_secret)
+    .where((eb) => eb.or([eb('totp_last_step', 'is', null), eb('totp_last_step', '<', step)]))
+    .executeTakeFirst();
+  return accepted.numUpdatedRows > 0n ? 'accepted' : 'used';
 }

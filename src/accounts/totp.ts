@@ -13,11 +13,22 @@ export function isBase32Secret(value: string): boolean {
   return /^[A-Z2-7]+=*$/i.test(value) && value.replace(/=+$/, '').length >= 16;
 }
 
+const PERIOD_MS = 30_000;
+
 /** Accepts the code of the current step or of one step either side (clock drift). */
 export function verifyTotp(secret: string, code: string, timestamp = Date.now()): boolean {
+  return totpStep(secret, code, timestamp) !== undefined;
+}
+
+/**
+ * The time step (30-second counter since the epoch) whose code `code` is, within one step of
+ * `timestamp`; undefined when it is none of them.
+ */
+export function totpStep(secret: string, code: string, timestamp = Date.now()): number | undefined {
   const token = code.replace(/\s+/g, '');
-  if (!/^\d{6}$/.test(token)) return false;
-  return totp(secret).validate({ token, timestamp, window: 1 }) !== null;
+  if (!/^\d{6}$/.test(token)) return undefined;
+  const delta = totp(secret).validate({ token, timestamp, window: 1 });
+  return delta === null ? undefined : Math.floor(timestamp / PERIOD_MS) + delta;
 }
 
 export function totpCode(secret: string, timestamp = Date.now()): string {

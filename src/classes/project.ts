@@ -1,20 +1,21 @@
-import type { ClassDefinition } from '../rest/definition.ts';
+import { defineClass } from '../rest/definition.ts';
 import { integerProperty, textProperty, timestampProperty, uuidProperty } from '../rest/properties.ts';
+import { ProjectProperties as schemas } from './schemas.ts';
 
 /** A user's project. Only its owner sees it; to anyone else it does not exist. */
-export const Project: ClassDefinition = {
+export const Project = defineClass({
   name: 'Project',
   path: '/projects',
   table: 'projects',
   id: { property: 'projectId', column: 'project_id' },
   properties: {
-    userId: uuidProperty('user_id'),
-    title: textProperty('title', { writable: true, required: true, minLength: 1, maxLength: 200 }),
-    description: textProperty('description', { writable: true, default: () => '', maxLength: 10_000 }),
-    gameId: textProperty('game_id', { writable: true, default: () => 'Ark', minLength: 1, maxLength: 50 }),
-    revision: integerProperty('revision'),
-    createdAt: timestampProperty('created_at'),
-    updatedAt: timestampProperty('updated_at'),
+    userId: uuidProperty('user_id', { schema: schemas.userId }),
+    title: textProperty('title', { writable: true, required: true, schema: schemas.title }),
+    description: textProperty('description', { writable: true, default: () => '', schema: schemas.description }),
+    gameId: textProperty('game_id', { writable: true, default: () => 'Ark', schema: schemas.gameId }),
+    revision: integerProperty('revision', { schema: schemas.revision }),
+    createdAt: timestampProperty('created_at', { schema: schemas.createdAt }),
+    updatedAt: timestampProperty('updated_at', { schema: schemas.updatedAt }),
   },
   sortable: ['title', 'createdAt', 'updatedAt'],
   defaultSort: 'updatedAt',
@@ -23,4 +24,4 @@ export const Project: ClassDefinition = {
   onCreate: (caller) => ({ user_id: caller.userId }),
   timestamps: { created: 'created_at', updated: 'updated_at' },
   revision: 'revision',
-};
+});

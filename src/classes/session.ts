@@ -1,22 +1,22 @@
-import { Type } from 'typebox';
-import type { ClassDefinition } from '../rest/definition.ts';
+import { defineClass } from '../rest/definition.ts';
 import { timestampProperty, uuidProperty } from '../rest/properties.ts';
+import { SessionProperties as schemas } from './schemas.ts';
 
 /**
  * The caller's signed-in sessions (one per sign-in to an application). Never shows a token.
  * Deleting one signs it out; DELETE /v4/session ends the session of the token in use.
  */
-export const Session: ClassDefinition = {
+export const Session = defineClass({
   name: 'Session',
   path: '/sessions',
   table: 'sessions',
   id: { property: 'sessionId', column: 'session_id' },
   properties: {
-    applicationId: uuidProperty('client_id'),
-    scopes: { column: 'scope', schema: Type.Array(Type.String()), toJson: (scope: string) => scope.split(' ') },
-    createdAt: timestampProperty('created_at'),
-    accessTokenExpiration: timestampProperty('access_expires_at'),
-    refreshTokenExpiration: timestampProperty('refresh_expires_at'),
+    applicationId: uuidProperty('client_id', { schema: schemas.applicationId }),
+    scopes: { column: 'scope', schema: schemas.scopes, toJson: (scope: string) => scope.split(' ') },
+    createdAt: timestampProperty('created_at', { schema: schemas.createdAt }),
+    accessTokenExpiration: timestampProperty('access_expires_at', { schema: schemas.accessTokenExpiration }),
+    refreshTokenExpiration: timestampProperty('refresh_expires_at', { schema: schemas.refreshTokenExpiration }),
   },
   sortable: ['createdAt', 'accessTokenExpiration', 'refreshTokenExpiration'],
   defaultSort: 'createdAt',
@@ -24,4 +24,4 @@ export const Session: ClassDefinition = {
   visible: (eb, caller) => eb.and([eb('user_id', '=', caller.userId), eb('refresh_expires_at', '>', Date.now())]),
   operations: { create: false, update: false, delete: true },
   aliases: [{ path: '/session', id: (caller) => caller.sessionId, methods: ['GET', 'DELETE'] }],
-};
+});

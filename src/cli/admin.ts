@@ -1,8 +1,10 @@
+import { existsSync } from 'node:fs';
 import { Command, InvalidArgumentError } from 'commander';
 import { AccountError, createAccount, findAccount, findAccountByLogin, setPassword, setTotpSecret } from '../accounts/accounts.ts';
+import { listSecurityEvents, recordSecurityEvent } from '../accounts/security-events.ts';
 import { newTotpSecret, isBase32Secret, totpUri } from '../accounts/totp.ts';
 import { ConfigError, loadConfig } from '../config.ts';
-import { openDatabase, type Database } from '../db/connection.ts';
+import { BackupError, openDatabase, type Database } from '../db/connection.ts';
 import { migrateToLatest } from '../db/migrate.ts';
 import { isUuid, normalizeUuid } from '../http/uuid.ts';
 import { createApplication, deleteApplication, InvalidApplicationError, listApplications } from '../oauth/clients.ts';
@@ -28,7 +30,7 @@ async function resolveUser(database: Database, who: string) {
   return account;
 }
 
-const program = new Command('admin').description('Administer the content service: applications and users.').showHelpAfterError();
+const program = new Command('admin').description('Administer the content service: applications, users, security events and backups.').showHelpAfterError();
 
 const app = program.command('app').description('OAuth applications (clients)');
 app
@@ -40,14 +42,16 @@ app
   .option('--confidential', 'a confidential client (has a secret)', false)
   .option('--json', 'print {"client_id","client_secret"} only', false)
   .action(async (options: { name: string; redirectUri: string[]; scopes: string; confidential: boolean; json: boolean }) => {
-    const created = await withDatabase((database) =>
-      createApplication(database.db, {
+    const created = await withDatabase(async (database) => {
+      const created = await createApplication(database.db, {
         name: options.name,
         redirectUris: options.redirectUri,
         scopes: options.scopes.split(/\s+/).filter(Boolean),
         confidential: options.confidential,
-      }),
-    );
+      });
+      await recordSecurityEvent(database.db, undefined, { kind: 'application_created', clientId: created.clientId, details: { name: options.name.trim(), confidential: options.confidential, via: 'admin' } });
+      return created;
+    });
     if (options.json) print({ client_id: created.clientId, client_secret: created.clientSecret });
     else {
       print(`client_id: ${created.clientId}`);
@@ -69,7 +73,12 @@ app
   .description('Delete an application and every session and code issued to it')
   .argument('<client_id>')
   .action(async (clientId: string) => {
-    if (!(await withDatabase((database) => deleteApplication(database.db, clientId)))) throw new AccountError(`No application ${clientId}`);
+    const deleted = await withDatabase(async (database) => {
+      if (!(await deleteApplication(database.db, clientId))) return false;
+      await recordSecurityEvent(database.db, undefined, { kind: 'application_deleted', clientId: normalizeUuid(clientId), details: { via: 'admin' } });
+      return true;
+    });
+    if (!deleted) throw new AccountError(`No application ${clientId}`);
     print(`deleted ${clientId}`);
   });
 
@@ -94,7 +103,11 @@ user
   .argument('<user>', 'user id, username or email')
   .requiredOption('--password <password>')
   .action(async (who: string, options: { password: string }) => {
-    await withDatabase(async (database) => setPassword(database.db, (await resolveUser(database, who)).userId, options.password));
+    await withDatabase(async (database) => {
+      const { userId } = await resolveUser(database, who);
+      await setPassword(database.db, userId, options.password);
+      await recordSecurityEvent(database.db, undefined, { kind: 'password_changed', userId, details: { via: 'admin' } });
+    });
     print('password set');
   });
 user
@@ -109,17 +122,78 @@ user
       const account = await resolveUser(database, who);
       if (options.disable) {
         await setTotpSecret(database.db, account.userId, null);
+        await recordSecurityEvent(database.db, undefined, { kind: 'two_step_disabled', userId: account.userId, details: { via: 'admin' } });
         return undefined;
       }
       const secret = options.secret?.toUpperCase().replace(/=+$/, '') ?? newTotpSecret();
       await setTotpSecret(database.db, account.userId, secret);
+      await recordSecurityEvent(database.db, undefined, { kind: 'two_step_enabled', userId: account.userId, details: { via: 'admin' } });
       return totpUri(secret, account.username);
     });
     print(uri ?? 'two-step verification turned off');
   });
 
+program
+  .command('events')
+  .description('List security events (sign-ins, lockouts, token reuse, account and application changes), newest first')
+  .option('--user <user>', 'only this user (user id, username or email)')
+  .option('--since <iso>', 'only events at or after this ISO 8601 time', parseSince)
+  .option('--limit <n>', 'at most this many events', parseLimit, 1000)
+  .option('--json', 'print a JSON array', false)
+  .action(async (options: { user?: string; since?: number; limit: number; json: boolean }) => {
+    const events = await withDatabase(async (database) => {
+      // A deleted user's events keep their id: an id is taken as is when no account has it.
+      const userId = options.user === undefined ? undefined : isUuid(options.user) ? normalizeUuid(options.user) : (await resolveUser(database, options.user)).userId;
+      return listSecurityEvents(database.db, { ...(userId ? { userId } : {}), ...(options.since !== undefined ? { since: options.since } : {}), limit: options.limit });
+    });
+    const rows = events.map((event) => ({
+      time: new Date(event.createdAt).toISOString(),
+      kind: event.kind,
+      user_id: event.userId,
+      username: event.username,
+      client_id: event.clientId,
+      ip: event.ip,
+      details: event.details,
+    }));
+    if (options.json) print(rows);
+    else {
+      for (const row of rows) {
+        const who = row.user_id ? ` user=${row.username ?? row.user_id}` : '';
+        print(`${row.time}  ${row.kind}${who}${row.client_id ? ` client=${row.client_id}` : ''}${row.ip ? ` ip=${row.ip}` : ''}  ${JSON.stringify(row.details)}`);
+      }
+    }
+  });
+
+function parseSince(value: string): number {
+  const time = Date.parse(value);
+  if (!/^\d{4}-\d{2}-\d{2}/.test(value) || Number.isNaN(time)) throw new InvalidArgumentError('--since must be an ISO 8601 time, e.g. 2026-01-31 or 2026-01-31T12:00:00Z');
+  return time;
+}
+
+function parseLimit(value: string): number {
+  const limit = Number(value);
+  if (!Number.isSafeInteger(limit) || limit < 1) throw new InvalidArgumentError('--limit must be a positive integer');
+  return limit;
+}
+
+program
+  .command('backup')
+  .description('Copy the SQLite database to a new file, consistently, while the server runs (PostgreSQL: use pg_dump)')
+  .requiredOption('--to <file>', 'the backup file to create (must not exist)')
+  .action(async (options: { to: string }) => {
+    const target = loadConfig().database;
+    if (target.kind === 'sqlite' && !existsSync(target.path)) throw new BackupError(`No database at ${target.path}`);
+    const database = openDatabase(target);
+    try {
+      await database.backup(options.to);
+    } finally {
+      await database.close();
+    }
+    print(`backed up to ${options.to}`);
+  });
+
 program.parseAsync().catch((error: unknown) => {
-  const known = error instanceof AccountError || error instanceof InvalidApplicationError || error instanceof ConfigError || error instanceof OAuthError || error instanceof InvalidArgumentError;
+  const known = error instanceof AccountError || error instanceof BackupError || error instanceof InvalidApplicationError || error instanceof ConfigError || error instanceof OAuthError || error instanceof InvalidArgumentError;
   process.stderr.write(`error: ${known ? (error as Error).message : (error as Error).stack ?? String(error)}\n`);
   process.exit(1);
 });

@@ -3,12 +3,20 @@ import * as m001 from './migrations/001_users.ts';
 import * as m002 from './migrations/002_legacy_content.ts';
 import * as m003 from './migrations/003_login.ts';
 import * as m004 from './migrations/004_projects.ts';
+import * as m005 from './migrations/005_login_security.ts';
+import * as m006 from './migrations/006_expiry_indexes.ts';
+import * as m007 from './migrations/007_security_events.ts';
+import * as m009 from './migrations/009_content_versions.ts';
 
 const migrations: Record<string, Migration> = {
   '001_users': m001,
   '002_legacy_content': m002,
   '003_login': m003,
   '004_projects': m004,
+  '005_login_security': m005,
+  '006_expiry_indexes': m006,
+  '007_security_events': m007,
+  '009_content_versions': m009,
 };
 
 /** Brings the schema up to date; safe to run on every start and from several instances at once. */

@@ -14,12 +14,15 @@ export interface UsersTable {
   /** Base32 TOTP secret; null: no two-step verification. */
   totp_secret: string | null;
   private_key: string | null;
+  /** The last TOTP time step accepted (RFC 6238 §5.2); only a later one is accepted next. */
+  totp_last_step: number | null;
 }
 
 export interface TrustedDevicesTable {
   /** SHA-256 of device id and user id. */
   device_hash: string;
   user_id: string;
+  /** When the trust was given (or renewed); it lasts 30 days from then. */
   created_at: number;
 }
 
@@ -41,6 +44,8 @@ export interface WebSessionsTable {
   mfa_pending: number;
   created_at: number;
   expires_at: number;
+  /** Base32 two-step secret shown on the account page, not yet confirmed by a code. */
+  pending_totp_secret: string | null;
 }
 
 export interface InteractionsTable {
@@ -65,6 +70,8 @@ export interface SessionsTable {
   refresh_token_hash: string;
   refresh_expires_at: number;
   created_at: number;
+  /** Last access-token use (updated at most once a minute) or refresh; null before either. */
+  last_used_at: number | null;
 }
 
 export interface RotatedRefreshTokensTable {
@@ -151,6 +158,23 @@ export interface ProjectsTable {
   updated_at: number;
 }
 
+export interface SecurityEventsTable {
+  event_id: string;
+  kind: string;
+  user_id: string | null;
+  client_id: string | null;
+  ip: string | null;
+  /** JSON object, never a secret. */
+  details: string;
+  created_at: number;
+}
+
+/** A change counter per kind of cached content (migration 009). */
+export interface ContentVersionsTable {
+  name: string;
+  version: number;
+}
+
 export interface Schema {
   users: UsersTable;
   mods: ModsTable;
@@ -165,6 +189,8 @@ export interface Schema {
   authorization_codes: AuthorizationCodesTable;
   device_authorizations: DeviceAuthorizationsTable;
   projects: ProjectsTable;
+  security_events: SecurityEventsTable;
+  content_versions: ContentVersionsTable;
 }
 
 export type { Generated };

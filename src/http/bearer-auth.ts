@@ -1,8 +1,5 @@
 import type { FastifyRequest } from 'fastify';
-import type { Kysely } from 'kysely';
-import { reusableQuery } from '../db/reusable-query.ts';
-import type { Schema } from '../db/schema.ts';
-import { hashSecret } from '../oauth/secrets.ts';
+import { findSessionByAccessToken, noteSessionUse } from '../oauth/sessions.ts';
 import { ApiError } from './errors.ts';
 
 export interface BearerAuth {
@@ -16,6 +13,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The v4 caller, when the request carried a valid access token. */
     auth?: BearerAuth;
+    /** Why the request's token was refused, until the v4 rate limit has counted the request. */
+    bearerError?: ApiError;
   }
 }
 
@@ -33,10 +32,6 @@ function tokenOf(request: FastifyRequest): string | undefined {
   return typeof header === 'string' && header !== '' ? header : undefined;
 }
 
-const sessionByAccessToken = reusableQuery((db: Kysely<Schema>, { hash }: { hash: string }) =>
-  db.selectFrom('sessions').select(['session_id', 'user_id', 'client_id', 'scope', 'access_expires_at']).where('access_token_hash', '=', hash),
-);
-
 /**
  * onRequest hook of the v4 API: a request with a token is authenticated here (401 when the
  * token is unknown or expired); a request without one goes on unauthenticated.
@@ -44,10 +39,14 @@ const sessionByAccessToken = reusableQuery((db: Kysely<Schema>, { hash }: { hash
 export async function readBearerToken(request: FastifyRequest): Promise<void> {
   const token = tokenOf(request);
   if (token === undefined) return;
-  const [session] = await sessionByAccessToken(request.server.database.db, { hash: hashSecret(token) });
+  const db = request.server.database.db;
+  const session = await findSessionByAccessToken(db, token);
   if (!session) throw invalidToken('The access token is unknown or revoked');
-  if (session.access_expires_at <= Date.now()) throw invalidToken('The access token has expired; refresh it');
-  request.auth = { userId: session.user_id, clientId: session.client_id, sessionId: session.session_id, scopes: new Set(session.scope.split(' ')) };
+  const now = Date.now();
+  if (session.accessExpiresAt <= now) throw invalidToken('The access token has expired; refresh it');
+  // Not awaited: the answer does not depend on it, and a failure only leaves the time older.
+  noteSessionUse(db, session, now)?.catch((err: unknown) => request.log.warn({ err }, 'could not note when a session was last used'));
+  request.auth = { userId: session.userId, clientId: session.clientId, sessionId: session.sessionId, scopes: new Set(session.scope.split(' ')) };
 }
 
 /** preHandler: the request must carry a valid access token granting every scope named. */
@@ -66,4 +65,23 @@ export function requireScopes(...scopes: string[]) {
       });
     }
   };
+}
+
+/**
+ * The same as readBearerToken in two steps, so that the v4 rate limit counts a request between
+ * them: this onRequest hook reads the token and keeps a refusal for later, and
+ * rejectRefusedBearerToken (preParsing, after every onRequest hook including the limiter's)
+ * answers it. Guessed tokens are then counted, and refused with 429 past the limit.
+ */
+export async function readBearerTokenForLimit(request: FastifyRequest): Promise<void> {
+  try {
+    await readBearerToken(request);
+  } catch (error) {
+    if (!(error instanceof ApiError)) throw error;
+    request.bearerError = error;
+  }
+}
+
+export async function rejectRefusedBearerToken(request: FastifyRequest): Promise<void> {
+  if (request.bearerError) throw request.bearerError;
 }

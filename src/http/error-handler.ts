@@ -28,15 +28,28 @@ export function installErrorModel(app: FastifyInstance): void {
     return sendError(reply, new ApiError(404, `No resource at ${path}`));
   });
 
-  app.setErrorHandler((error: FastifyError, request, reply) => sendError(reply, toApiError(error, request)));
+  app.setErrorHandler((error: FastifyError, request, reply) => sendError(reply, apiErrorForThrown(error, request)));
 }
+
+/** Longest error message sent: a message may quote client input, which must not come back unbounded. */
+const MAX_MESSAGE = 1_000;
 
 export function sendError(reply: FastifyReply, error: ApiError): FastifyReply {
   for (const [name, value] of Object.entries(error.headers)) reply.header(name, value);
-  return reply.code(error.statusCode).type('application/json; charset=utf-8').send(error.toBody());
+  const body = error.toBody();
+  if (body.message.length > MAX_MESSAGE) body.message = `${body.message.slice(0, MAX_MESSAGE)}…`;
+  // Serialised here, so details that cannot be serialised (too deep) lose their details, not the shape.
+  let text: string;
+  try {
+    text = JSON.stringify(body);
+  } catch {
+    text = JSON.stringify({ code: body.code, message: body.message });
+  }
+  return reply.code(error.statusCode).type('application/json; charset=utf-8').send(text);
 }
 
-export function toApiError(error: FastifyError | ApiError, request: FastifyRequest): ApiError {
+/** What answers any thrown error: an ApiError as is, a validation or other 4xx error of Fastify's as one, anything else a logged 500. */
+export function apiErrorForThrown(error: FastifyError | ApiError, request: FastifyRequest): ApiError {
   if (error instanceof ApiError) return error;
   if (error.validation) return validationError(error.validationContext ?? 'body', error.validation);
   const status = error.statusCode ?? 500;

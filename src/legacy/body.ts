@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import secureJson from 'secure-json-parse';
 import { badRequest } from '../http/errors.ts';
+import { findNul, nulCharacterError } from '../http/input-guard.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -11,6 +12,7 @@ declare module 'fastify' {
 
 /** In the v1 scope every body is kept as raw bytes; routes decode what they accept. */
 export function keepRawBodies(scope: FastifyInstance): void {
+  scope.decorateRequest('rawBody', undefined);
   scope.removeAllContentTypeParsers();
   scope.addContentTypeParser('*', { parseAs: 'buffer' }, (request, body, done) => {
     request.rawBody = body as Buffer;
@@ -26,11 +28,16 @@ export function readJsonBody(request: FastifyRequest): unknown {
   if (mediaType(request) !== 'application/json') throw badRequest('Content-Type must be application/json');
   const text = request.rawBody?.toString('utf8') ?? '';
   if (text.trim() === '') throw badRequest('The request body is empty; a JSON value is required');
+  let value: unknown;
   try {
-    return secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' });
+    value = secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' });
   } catch (error) {
     throw badRequest(`Malformed JSON body: ${(error as Error).message}`);
   }
+  // A \u0000 escape parses to a NUL character, which PostgreSQL cannot store in text.
+  const nulAt = findNul(value);
+  if (nulAt) throw nulCharacterError('body', nulAt);
+  return value;
 }
 
 /** A DELETE body: comma-separated identifiers as text/plain. */

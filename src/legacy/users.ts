@@ -5,6 +5,7 @@ import { isUuid, normalizeUuid } from '../http/uuid.ts';
 import { requireSignature } from './authenticate.ts';
 import { readJsonBody, splitList } from './body.ts';
 import { InvalidPublicKeyError, normalizePublicKey } from './public-key.ts';
+import { v1Docs } from './openapi.ts';
 
 interface IdParams {
   ids: string;
@@ -13,7 +14,7 @@ interface IdParams {
 const toV1 = (user: StoredUser) => ({ user_id: user.userId, public_key: user.publicKey });
 
 export async function userRoutes(v1: FastifyInstance): Promise<void> {
-  v1.get<{ Params: IdParams }>('/user.php/:ids', async (request) => {
+  v1.get<{ Params: IdParams }>('/user.php/:ids', { schema: v1Docs.getUsers }, async (request) => {
     const ids = splitList(request.params.ids).map(normalizeUuid);
     const found = await findUsers(v1.database.db, ids.filter(isUuid));
     if (found.length === 0) throw notFound(ids.length === 1 ? `User ${ids[0]} not found` : 'None of the users was found');
@@ -40,10 +41,10 @@ export async function userRoutes(v1: FastifyInstance): Promise<void> {
     const created = users.map((user) => ({ user_id: user.userId, public_key: user.publicKey }));
     return Array.isArray(body) ? created : created[0];
   };
-  v1.post('/user.php', create);
-  v1.post<{ Params: IdParams }>('/user.php/:ids', create);
+  v1.post('/user.php', { schema: v1Docs.saveUsers }, create);
+  v1.post<{ Params: IdParams }>('/user.php/:ids', { schema: v1Docs.saveUser }, create);
 
-  v1.delete<{ Params: IdParams }>('/user.php/:ids', { preHandler: requireSignature }, async (request) => {
+  v1.delete<{ Params: IdParams }>('/user.php/:ids', { preHandler: requireSignature, schema: v1Docs.deleteUser }, async (request) => {
     const ids = splitList(request.params.ids).map(normalizeUuid);
     if (ids.some((id) => id !== request.signedBy)) throw forbidden('A user may only delete itself');
     await deleteUser(v1.database.db, request.signedBy!);

@@ -33,3 +33,25 @@ export async function issueAuthorizationCode(db: Kysely<Schema>, grant: CodeGran
     .execute();
   return code;
 }
+
+/**
+ * Marks the code used and names the session it is exchanged for, in one statement; false when
+ * it was used already. Run it in the transaction that creates that session: a concurrent claim
+ * then waits for that transaction (PostgreSQL's row lock; SQLite runs one write transaction at a
+ * time) and, finding the code used, can revoke the session, which is committed by then.
+ */
+export async function claimAuthorizationCode(db: Kysely<Schema>, codeHash: string, sessionId: string, now: number): Promise<boolean> {
+  const claimed = await db
+    .updateTable('authorization_codes')
+    .set({ used_at: now, session_id: sessionId })
+    .where('code_hash', '=', codeHash)
+    .where('used_at', 'is', null)
+    .executeTakeFirst();
+  return claimed.numUpdatedRows > 0n;
+}
+
+/** The session a used code was exchanged for. */
+export async function sessionOfUsedCode(db: Kysely<Schema>, codeHash: string): Promise<string | undefined> {
+  const row = await db.selectFrom('authorization_codes').select('session_id').where('code_hash', '=', codeHash).where('used_at', 'is not', null).executeTakeFirst();
+  return row?.session_id ?? undefined;
+}

@@ -1,19 +1,21 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
+import { authorizationResponseUrl } from './authorization-response.ts';
 import { findApplication } from './clients.ts';
 import { InvalidRequest, OAuthError, UnsupportedResponseType } from './errors.ts';
 import { createInteraction } from './interactions.ts';
 import { readParams } from './params.ts';
-import { isCodeChallenge } from './pkce.ts';
+import { isCodeChallenge, isCodeChallengeMethod } from './pkce.ts';
+import { isRegisteredRedirectUri } from './redirect-uris.ts';
 import { authorizeSchema } from './schemas.ts';
 import { grantableScope } from './scopes.ts';
 
-/** Sends the browser back to the client with an error (RFC 6749 §4.1.2.1). */
+/** The only response type: the authorization code flow. */
+export const RESPONSE_TYPES = ['code'] as const;
+
+/** Sends the browser back to the client with an error (RFC 6749 §4.1.2.1, with RFC 9207's iss). */
 export function redirectWithError(reply: FastifyReply, redirectUri: string, error: OAuthError, state: string | undefined | null) {
-  const url = new URL(redirectUri);
-  url.searchParams.set('error', error.error);
-  url.searchParams.set('error_description', error.message);
-  if (state) url.searchParams.set('state', state);
-  return reply.code(302).header('location', url.toString()).header('cache-control', 'no-store').send();
+  const location = authorizationResponseUrl(redirectUri, { error: error.error, error_description: error.message, state }, reply.server.config.baseUrl);
+  return reply.code(302).header('location', location).header('cache-control', 'no-store').send();
 }
 
 /**
@@ -27,16 +29,16 @@ export async function authorizeRoute(app: FastifyInstance): Promise<void> {
     const client = await findApplication(app.database.db, params.client_id);
     if (!client) throw new InvalidRequest('Unknown client_id');
     if (!params.redirect_uri) throw new InvalidRequest('redirect_uri is required');
-    if (!client.redirectUris.includes(params.redirect_uri)) throw new InvalidRequest('redirect_uri is not registered for this client');
+    if (!isRegisteredRedirectUri(client.redirectUris, params.redirect_uri)) throw new InvalidRequest('redirect_uri is not registered for this client');
 
     let scope: string;
     try {
       if (!params.response_type) throw new InvalidRequest('response_type is required');
-      if (params.response_type !== 'code') throw new UnsupportedResponseType('response_type must be code');
+      if (!(RESPONSE_TYPES as readonly string[]).includes(params.response_type)) throw new UnsupportedResponseType('response_type must be code');
       if (!params.state) throw new InvalidRequest('state is required');
       if (params.scope === undefined || params.scope.trim() === '') throw new InvalidRequest('scope is required');
       scope = grantableScope(params.scope, client.scopes);
-      if (params.code_challenge_method !== 'S256') throw new InvalidRequest('code_challenge_method must be S256');
+      if (!isCodeChallengeMethod(params.code_challenge_method)) throw new InvalidRequest('code_challenge_method must be S256');
       if (!isCodeChallenge(params.code_challenge)) throw new InvalidRequest('code_challenge must be the 43-character base64url SHA-256 of the code_verifier');
       if (params.device_id !== undefined && (params.device_id === '' || params.device_id.length > 200)) throw new InvalidRequest('device_id must be 1 to 200 characters');
     } catch (error) {

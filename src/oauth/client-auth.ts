@@ -1,9 +1,15 @@
 import { timingSafeEqual } from 'node:crypto';
+import type { FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Schema } from '../db/schema.ts';
+import { isUuid, normalizeUuid } from '../http/uuid.ts';
 import { findApplication, type Application } from './clients.ts';
 import { InvalidClient, InvalidRequest } from './errors.ts';
+import { readParams } from './params.ts';
 import { hashSecret } from './secrets.ts';
+
+/** How clients authenticate, as RFC 8414 names the methods; every endpoint that takes a client accepts each. */
+export const CLIENT_AUTH_METHODS = ['none', 'client_secret_post', 'client_secret_basic'] as const;
 
 interface Credentials {
   clientId: string | undefined;
@@ -54,4 +60,14 @@ export async function authenticateClient(db: Kysely<Schema>, credentials: Creden
     throw new InvalidClient('Client authentication failed', credentials.usedBasic);
   }
   return app;
+}
+
+/** The client id a request claims (Basic or body), when it is a well-formed one: for the security event of a failed authentication. */
+export function claimedClientId(request: FastifyRequest): string | undefined {
+  try {
+    const { clientId } = readCredentials(request.headers.authorization, readParams(request.body));
+    return isUuid(clientId) ? normalizeUuid(clientId) : undefined;
+  } catch {
+    return undefined;
+  }
 }

@@ -1,7 +1,8 @@
 /**
- * RFC 6749 §5.2 errors (and RFC 8628's device-flow ones), one class per error code. The token
- * and device endpoints render them as {"error","error_description"}; the authorization endpoint
- * redirects with them once the client and redirect URI are known.
+ * RFC 6749 §5.2 errors (and RFC 8628's device-flow ones), one class per error code, generated
+ * from one table (as node-oidc-provider does). The token and device endpoints render them as
+ * {"error","error_description"}; the authorization endpoint redirects with them once the client
+ * and redirect URI are known.
  */
 export class OAuthError extends Error {
   readonly error: string;
@@ -20,69 +21,67 @@ export class OAuthError extends Error {
   }
 }
 
-export class InvalidRequest extends OAuthError {
-  constructor(description: string) {
-    super('invalid_request', description);
-  }
+/** Every error code the server answers: its HTTP status and the description used when none is given. */
+const OAUTH_ERRORS = {
+  invalid_request: { status: 400, defaultDescription: 'The request is missing a parameter or is otherwise malformed' },
+  invalid_client: { status: 401, defaultDescription: 'Client authentication failed' },
+  invalid_grant: { status: 400, defaultDescription: 'The grant is invalid, expired or revoked' },
+  unauthorized_client: { status: 400, defaultDescription: 'This client may not use this grant type' },
+  unsupported_grant_type: { status: 400, defaultDescription: 'This grant type is not supported' },
+  unsupported_response_type: { status: 400, defaultDescription: 'This response type is not supported' },
+  invalid_scope: { status: 400, defaultDescription: 'The requested scope is invalid or unknown' },
+  access_denied: { status: 400, defaultDescription: 'The user denied the request' },
+  authorization_pending: { status: 400, defaultDescription: 'The user has not yet approved or denied this request' },
+  slow_down: { status: 400, defaultDescription: 'Polling too fast; wait longer between polls' },
+  expired_token: { status: 400, defaultDescription: 'The device code has expired; start a new device login' },
+  server_error: { status: 500, defaultDescription: 'Internal server error' },
+} as const satisfies Record<string, { status: number; defaultDescription: string }>;
+
+type OAuthErrorCode = keyof typeof OAUTH_ERRORS;
+
+/** The class of one error code: `new InvalidGrant('why')`, or without a description its default. */
+function oauthErrorClass(error: OAuthErrorCode, className: string) {
+  const { status, defaultDescription } = OAUTH_ERRORS[error];
+  const generated = class extends OAuthError {
+    constructor(description: string = defaultDescription, headers: Record<string, string> = {}) {
+      super(error, description, status, headers);
+    }
+  };
+  Object.defineProperty(generated, 'name', { value: className });
+  return generated;
 }
+
+export const InvalidRequest = oauthErrorClass('invalid_request', 'InvalidRequest');
+export type InvalidRequest = InstanceType<typeof InvalidRequest>;
+export const InvalidGrant = oauthErrorClass('invalid_grant', 'InvalidGrant');
+export type InvalidGrant = InstanceType<typeof InvalidGrant>;
+export const UnauthorizedClient = oauthErrorClass('unauthorized_client', 'UnauthorizedClient');
+export type UnauthorizedClient = InstanceType<typeof UnauthorizedClient>;
+export const UnsupportedGrantType = oauthErrorClass('unsupported_grant_type', 'UnsupportedGrantType');
+export type UnsupportedGrantType = InstanceType<typeof UnsupportedGrantType>;
+export const UnsupportedResponseType = oauthErrorClass('unsupported_response_type', 'UnsupportedResponseType');
+export type UnsupportedResponseType = InstanceType<typeof UnsupportedResponseType>;
+export const InvalidScope = oauthErrorClass('invalid_scope', 'InvalidScope');
+export type InvalidScope = InstanceType<typeof InvalidScope>;
+export const AccessDenied = oauthErrorClass('access_denied', 'AccessDenied');
+export type AccessDenied = InstanceType<typeof AccessDenied>;
+export const AuthorizationPending = oauthErrorClass('authorization_pending', 'AuthorizationPending');
+export type AuthorizationPending = InstanceType<typeof AuthorizationPending>;
+export const ExpiredToken = oauthErrorClass('expired_token', 'ExpiredToken');
+export type ExpiredToken = InstanceType<typeof ExpiredToken>;
+export const ServerError = oauthErrorClass('server_error', 'ServerError');
+export type ServerError = InstanceType<typeof ServerError>;
 
 /** Client authentication failed: 401, with a Basic challenge when the client used Basic. */
-export class InvalidClient extends OAuthError {
+export class InvalidClient extends oauthErrorClass('invalid_client', 'InvalidClient') {
   constructor(description: string, usedBasic = false) {
-    super('invalid_client', description, 401, usedBasic ? { 'www-authenticate': 'Basic realm="v4", charset="UTF-8"' } : {});
+    super(description, usedBasic ? { 'www-authenticate': 'Basic realm="v4", charset="UTF-8"' } : {});
   }
 }
 
-export class InvalidGrant extends OAuthError {
-  constructor(description: string) {
-    super('invalid_grant', description);
-  }
-}
-
-export class UnauthorizedClient extends OAuthError {
-  constructor(description: string) {
-    super('unauthorized_client', description);
-  }
-}
-
-export class UnsupportedGrantType extends OAuthError {
-  constructor(description: string) {
-    super('unsupported_grant_type', description);
-  }
-}
-
-export class UnsupportedResponseType extends OAuthError {
-  constructor(description: string) {
-    super('unsupported_response_type', description);
-  }
-}
-
-export class InvalidScope extends OAuthError {
-  constructor(description: string) {
-    super('invalid_scope', description);
-  }
-}
-
-export class AccessDenied extends OAuthError {
-  constructor(description: string) {
-    super('access_denied', description);
-  }
-}
-
-export class AuthorizationPending extends OAuthError {
-  constructor() {
-    super('authorization_pending', 'The user has not yet approved or denied this request');
-  }
-}
-
-export class SlowDown extends OAuthError {
+/** slow_down names the interval the client must keep. */
+export class SlowDown extends oauthErrorClass('slow_down', 'SlowDown') {
   constructor(interval: number) {
-    super('slow_down', `Polling too fast; wait at least ${interval} seconds between polls`);
-  }
-}
-
-export class ExpiredToken extends OAuthError {
-  constructor() {
-    super('expired_token', 'The device code has expired; start a new device login');
+    super(`Polling too fast; wait at least ${interval} seconds between polls`);
   }
 }

@@ -1,20 +1,25 @@
 import formbody from '@fastify/formbody';
 import type { FastifyError, FastifyInstance } from 'fastify';
+import { recordSecurityEvent } from '../accounts/security-events.ts';
 import { limitRequests } from '../http/rate-limit.ts';
 import { authorizeRoute } from './authorize.ts';
 import { deviceAuthorizationRoute } from './device-authorization.ts';
-import { OAuthError } from './errors.ts';
+import { claimedClientId } from './client-auth.ts';
+import { InvalidClient, OAuthError, ServerError } from './errors.ts';
+import { introspectionRoute } from './introspection.ts';
+import { revocationRoute } from './revocation.ts';
 import { tokenRoute } from './token-endpoint.ts';
 
 /**
- * The OAuth endpoints under /v4: GET /login (authorize), POST /login (token), POST /device.
+ * The OAuth endpoints under /v4: GET /login (authorize), POST /login (token), POST /device,
+ * POST /revoke and POST /introspect.
  * Their errors are RFC 6749 §5.2 bodies, not the API's {code,message}.
  */
 export async function oauthEndpoints(scope: FastifyInstance): Promise<void> {
   await scope.register(formbody);
   await limitRequests(scope, { perMinute: scope.config.rateLimitV4, name: 'v4-oauth' });
 
-  scope.setErrorHandler((error: FastifyError | OAuthError, request, reply) => {
+  scope.setErrorHandler(async (error: FastifyError | OAuthError, request, reply) => {
     let oauthError: OAuthError;
     if (error instanceof OAuthError) oauthError = error;
     else if ((error.statusCode ?? 500) < 500) {
@@ -22,8 +27,10 @@ export async function oauthEndpoints(scope: FastifyInstance): Promise<void> {
       oauthError = new OAuthError('invalid_request', error.message, error.statusCode ?? 400);
     } else {
       request.log.error({ err: error }, 'unhandled error');
-      oauthError = new OAuthError('server_error', `Internal server error (request ${request.id})`, 500);
+      oauthError = new ServerError(`Internal server error (request ${request.id})`);
     }
+    // Every endpoint that authenticates clients (token, revocation, introspection) ends up here.
+    if (oauthError instanceof InvalidClient) await recordSecurityEvent(scope.database.db, request, { kind: 'client_authentication_failed', clientId: claimedClientId(request), details: { endpoint: request.url.split('?', 1)[0]!.slice(0, 200), reason: oauthError.message } });
     for (const [name, value] of Object.entries(oauthError.headers)) reply.header(name, value);
     return reply.code(oauthError.statusCode).header('cache-control', 'no-store').type('application/json; charset=utf-8').send(oauthError.toBody());
   });
@@ -31,4 +38,8 @@ export async function oauthEndpoints(scope: FastifyInstance): Promise<void> {
   await scope.register(authorizeRoute);
   await scope.register(tokenRoute);
   await scope.register(deviceAuthorizationRoute);
+  await scope.register(revocationRoute);
+  await scope.register(introspectionRoute);
 }
+
+export { discoveryRoute } from './discovery.ts';

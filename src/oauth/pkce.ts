@@ -1,5 +1,10 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 
+/** The only challenge method: `plain` would give the code away to whoever sees the request. */
+export const CODE_CHALLENGE_METHODS = ['S256'] as const;
+
+export const isCodeChallengeMethod = (value: unknown) => (CODE_CHALLENGE_METHODS as readonly unknown[]).includes(value);
+
 /** S256 challenges are exactly 43 base64url characters (32 bytes, no padding). */
 export const isCodeChallenge = (value: unknown): value is string => typeof value === 'string' && /^[A-Za-z0-9_-]{43}$/.test(value);
 

@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import { errorResponses } from '../http/openapi-schemas.ts';
 
 /**
  * OpenAPI descriptions of the OAuth endpoints. Every field is an optional string: the
@@ -32,6 +33,8 @@ const consumes = ['application/x-www-form-urlencoded', 'application/json'];
 
 export const authorizeSchema = {
   tags: ['Login'],
+  operationId: 'authorize',
+  security: [],
   summary: 'Start a browser sign-in (authorization endpoint)',
   querystring: params({
     client_id: 'Application UUID',
@@ -53,6 +56,9 @@ export const authorizeSchema = {
 
 export const tokenSchema = {
   tags: ['Login'],
+  operationId: 'token',
+  // Public clients send only client_id; confidential ones authenticate in the body or with Basic.
+  security: [{}, { clientSecretBasic: [] }] as Array<Record<string, string[]>>,
   summary: 'Token endpoint: authorization_code, refresh_token and device_code grants',
   consumes,
   body: params({
@@ -72,6 +78,8 @@ export const tokenSchema = {
 
 export const deviceSchema = {
   tags: ['Login'],
+  operationId: 'startDeviceAuthorization',
+  security: [],
   summary: 'Start a device sign-in (RFC 8628, with PKCE)',
   consumes,
   body: params({
@@ -92,5 +100,93 @@ export const deviceSchema = {
     }),
     400: oauthError,
     401: oauthError,
+  },
+};
+
+export const revocationSchema = {
+  tags: ['Login'],
+  operationId: 'revokeToken',
+  // Public clients send only client_id; confidential ones authenticate in the body or with Basic.
+  security: [{}, { clientSecretBasic: [] }] as Array<Record<string, string[]>>,
+  summary: 'Revoke a token (RFC 7009): either token of a session ends the whole session',
+  description:
+    'Client authentication as at the token endpoint. 200 with an empty body whether or not anything was revoked: ' +
+    'unknown, expired and already revoked tokens, and tokens of other clients (which stay valid), are all 200.',
+  consumes,
+  body: params({
+    token: 'The access token or refresh token',
+    token_type_hint: 'Optional: access_token or refresh_token (both are looked up anyway)',
+    client_id: 'Application UUID',
+    client_secret: 'Confidential clients (or HTTP Basic)',
+  }),
+  response: {
+    200: Type.Null({ description: 'Revoked, or nothing to revoke (empty body)' }),
+    400: oauthError,
+    401: oauthError,
+  },
+};
+
+export const introspectionSchema = {
+  tags: ['Login'],
+  operationId: 'introspectToken',
+  // Confidential clients only: client_secret in the body or HTTP Basic.
+  security: [{ clientSecretBasic: [] }] as Array<Record<string, string[]>>,
+  summary: 'Introspect a token (RFC 7662); confidential clients only',
+  description:
+    'A public client is invalid_client (401). Only a live access or refresh token issued to the calling client is active; ' +
+    'anything else, including another client\'s token, is {"active":false}.',
+  consumes,
+  body: params({
+    token: 'The access token or refresh token',
+    token_type_hint: 'Optional: access_token or refresh_token (both are looked up anyway)',
+    client_id: 'Application UUID',
+    client_secret: 'The client secret (or HTTP Basic)',
+  }),
+  response: {
+    200: Type.Object(
+      {
+        active: Type.Boolean(),
+        scope: Type.Optional(Type.String({ description: 'Space-separated scopes' })),
+        client_id: Type.Optional(Type.String({ format: 'uuid' })),
+        username: Type.Optional(Type.String()),
+        sub: Type.Optional(Type.String({ format: 'uuid', description: 'The user id' })),
+        token_type: Type.Optional(Type.Literal('Bearer')),
+        exp: Type.Optional(Type.Integer({ description: 'Unix time (s) the token expires (for a refresh token, the refresh expiry)' })),
+        iat: Type.Optional(Type.Integer({ description: 'Unix time (s) the token was issued' })),
+      },
+      { description: 'Every field but active is present only when active is true' },
+    ),
+    400: oauthError,
+    401: oauthError,
+  },
+};
+
+const stringList = Type.Array(Type.String());
+
+export const discoverySchema = {
+  tags: ['Login'],
+  operationId: 'authorizationServerMetadata',
+  security: [],
+  summary: 'Authorization server metadata (RFC 8414)',
+  response: {
+    200: Type.Object({
+      issuer: Type.String({ description: 'BASE_URL; also the iss of every authorization response (RFC 9207)' }),
+      authorization_endpoint: Type.String(),
+      token_endpoint: Type.String(),
+      device_authorization_endpoint: Type.String(),
+      revocation_endpoint: Type.String(),
+      introspection_endpoint: Type.String(),
+      scopes_supported: stringList,
+      response_types_supported: stringList,
+      response_modes_supported: stringList,
+      grant_types_supported: stringList,
+      code_challenge_methods_supported: stringList,
+      token_endpoint_auth_methods_supported: stringList,
+      revocation_endpoint_auth_methods_supported: stringList,
+      introspection_endpoint_auth_methods_supported: stringList,
+      authorization_response_iss_parameter_supported: Type.Boolean(),
+      service_documentation: Type.String(),
+    }),
+    ...errorResponses({ 400: 'A repeated query parameter or a NUL in the request' }),
   },
 };

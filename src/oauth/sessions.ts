@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
+import { reusableQuery } from '../db/reusable-query.ts';
 import type { Schema } from '../db/schema.ts';
 import { hashSecret, newSecret } from './secrets.ts';
 
@@ -22,6 +23,8 @@ export interface SessionRow {
   clientId: string;
   scope: string;
   refreshExpiresAt: number;
+  /** The stored hash of the refresh token it was found by (hashed once per request). */
+  refreshTokenHash: string;
 }
 
 function newTokenPair(now: number) {
@@ -40,23 +43,28 @@ function newTokenPair(now: number) {
 }
 
 /** Starts a token family for a user and application. */
-export async function createSession(db: Kysely<Schema>, grant: { userId: string; clientId: string; scope: string }, now = Date.now()): Promise<IssuedTokens> {
-  const sessionId = randomUUID();
+export async function createSession(
+  db: Kysely<Schema>,
+  grant: { userId: string; clientId: string; scope: string; /** chosen beforehand (a code claim names it) */ sessionId?: string },
+  now = Date.now(),
+): Promise<IssuedTokens> {
+  const sessionId = grant.sessionId ?? randomUUID();
   const pair = newTokenPair(now);
   await db
     .insertInto('sessions')
-    .values({ session_id: sessionId, user_id: grant.userId, client_id: grant.clientId, scope: grant.scope, created_at: now, ...pair.row })
+    .values({ session_id: sessionId, user_id: grant.userId, client_id: grant.clientId, scope: grant.scope, created_at: now, last_used_at: now, ...pair.row })
     .execute();
   return { sessionId, ...pair, accessExpiresAt: pair.row.access_expires_at, refreshExpiresAt: pair.row.refresh_expires_at, scope: grant.scope, issuedAt: now };
 }
 
 export async function findSessionByRefreshToken(db: Kysely<Schema>, refreshToken: string): Promise<SessionRow | undefined> {
+  const refreshTokenHash = hashSecret(refreshToken);
   const row = await db
     .selectFrom('sessions')
     .select(['session_id', 'user_id', 'client_id', 'scope', 'refresh_expires_at'])
-    .where('refresh_token_hash', '=', hashSecret(refreshToken))
+    .where('refresh_token_hash', '=', refreshTokenHash)
     .executeTakeFirst();
-  return row && { sessionId: row.session_id, userId: row.user_id, clientId: row.client_id, scope: row.scope, refreshExpiresAt: row.refresh_expires_at };
+  return row && { sessionId: row.session_id, userId: row.user_id, clientId: row.client_id, scope: row.scope, refreshExpiresAt: row.refresh_expires_at, refreshTokenHash };
 }
 
 /** The session a refresh token belonged to before it was rotated away, if it did. */
@@ -66,15 +74,15 @@ export async function findRotatedSession(db: Kysely<Schema>, refreshToken: strin
 }
 
 /**
- * Replaces both tokens of the session whose refresh token is `refreshToken`. Resolves to
- * undefined when that token was rotated concurrently (it lost the race).
+ * Replaces both tokens of the session, found by its refresh token. Resolves to undefined when
+ * that token was rotated concurrently (it lost the race).
  */
-export async function rotateSession(db: Kysely<Schema>, session: SessionRow, refreshToken: string, now = Date.now()): Promise<IssuedTokens | undefined> {
+export async function rotateSession(db: Kysely<Schema>, session: SessionRow, now = Date.now()): Promise<IssuedTokens | undefined> {
   const pair = newTokenPair(now);
-  const oldHash = hashSecret(refreshToken);
+  const oldHash = session.refreshTokenHash;
   const updated = await db
     .updateTable('sessions')
-    .set(pair.row)
+    .set({ ...pair.row, last_used_at: now })
     .where('session_id', '=', session.sessionId)
     .where('refresh_token_hash', '=', oldHash)
     .executeTakeFirst();
@@ -93,9 +101,175 @@ export async function rotateSession(db: Kysely<Schema>, session: SessionRow, ref
   };
 }
 
+/** The session an access token belongs to, as the v4 API authenticates its caller. */
+export interface AccessTokenSession {
+  sessionId: string;
+  userId: string;
+  clientId: string;
+  scope: string;
+  accessExpiresAt: number;
+  lastUsedAt: number | null;
+}
+
+const sessionByAccessTokenHash = reusableQuery((db: Kysely<Schema>, { hash }: { hash: string }) =>
+  db.selectFrom('sessions').select(['session_id', 'user_id', 'client_id', 'scope', 'access_expires_at', 'last_used_at']).where('access_token_hash', '=', hash),
+);
+
+/** The session whose current access token `accessToken` is, expired or not (the caller tells which). */
+export async function findSessionByAccessToken(db: Kysely<Schema>, accessToken: string): Promise<AccessTokenSession | undefined> {
+  const [row] = await sessionByAccessTokenHash(db, { hash: hashSecret(accessToken) });
+  return (
+    row && {
+      sessionId: row.session_id,
+      userId: row.user_id,
+      clientId: row.client_id,
+      scope: row.scope,
+      accessExpiresAt: row.access_expires_at,
+      lastUsedAt: row.last_used_at,
+    }
+  );
+}
+
+/** "Last used" on the account page is to the minute: a write at most once a minute per session, not one per request. */
+const LAST_USED_PRECISION_MS = 60_000;
+
+/** Notes that the session was used now; undefined (no write) when its time is already this recent. */
+export function noteSessionUse(db: Kysely<Schema>, session: AccessTokenSession, now = Date.now()): Promise<unknown> | undefined {
+  if (session.lastUsedAt !== null && now - session.lastUsedAt < LAST_USED_PRECISION_MS) return undefined;
+  return db
+    .updateTable('sessions')
+    .set({ last_used_at: now })
+    .where('session_id', '=', session.sessionId)
+    .where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<', now - LAST_USED_PRECISION_MS)]))
+    .execute();
+}
+
+/** A live token as introspection describes it: which session, which of its two tokens, and when. */
+export interface TokenInfo {
+  sessionId: string;
+  userId: string;
+  username: string | null;
+  clientId: string;
+  scope: string;
+  kind: 'access_token' | 'refresh_token';
+  issuedAt: number;
+  expiresAt: number;
+}
+
+/**
+ * The session whose current access or refresh token `token` is, if that token has not expired.
+ * Rotated-away, revoked and unknown tokens are all simply not found.
+ */
+export async function findLiveToken(db: Kysely<Schema>, token: string, now = Date.now()): Promise<TokenInfo | undefined> {
+  const hash = hashSecret(token);
+  const row = await db
+    .selectFrom('sessions')
+    .leftJoin('users', 'users.user_id', 'sessions.user_id')
+    .select([
+      'sessions.session_id',
+      'sessions.user_id',
+      'users.username',
+      'sessions.client_id',
+      'sessions.scope',
+      'sessions.access_token_hash',
+      'sessions.access_expires_at',
+      'sessions.refresh_expires_at',
+    ])
+    .where((eb) => eb.or([eb('sessions.access_token_hash', '=', hash), eb('sessions.refresh_token_hash', '=', hash)]))
+    .executeTakeFirst();
+  if (!row) return undefined;
+  const kind = row.access_token_hash === hash ? 'access_token' : 'refresh_token';
+  const expiresAt = kind === 'access_token' ? row.access_expires_at : row.refresh_expires_at;
+  if (expiresAt <= now) return undefined;
+  return {
+    sessionId: row.session_id,
+    userId: row.user_id,
+    username: row.username,
+    clientId: row.client_id,
+    scope: row.scope,
+    kind,
+    // Both tokens are issued together and live a fixed time, so their issue time is derived.
+    issuedAt: expiresAt - (kind === 'access_token' ? ACCESS_TOKEN_TTL_MS : REFRESH_TOKEN_TTL_MS),
+    expiresAt,
+  };
+}
+
+/**
+ * Ends the session of `clientId` that `token` belongs to (RFC 7009: a client revokes only its
+ * own tokens): its current access or refresh token, unexpired, or a refresh token rotated away
+ * from it that has not expired either. Presenting a rotated refresh token at the token endpoint
+ * would end the session anyway (reuse detection); here it also means a sign-out racing a
+ * refresh still ends the session. Expired tokens end nothing. False when nothing matched.
+ */
+export async function revokeSessionByToken(db: Kysely<Schema>, clientId: string, token: string, now = Date.now()): Promise<boolean> {
+  const hash = hashSecret(token);
+  const current = await db
+    .deleteFrom('sessions')
+    .where('client_id', '=', clientId)
+    .where((eb) =>
+      eb.or([
+        eb.and([eb('access_token_hash', '=', hash), eb('access_expires_at', '>', now)]),
+        eb.and([eb('refresh_token_hash', '=', hash), eb('refresh_expires_at', '>', now)]),
+      ]),
+    )
+    .executeTakeFirst();
+  if (current.numDeletedRows > 0n) return true;
+  const rotated = await db
+    .deleteFrom('sessions')
+    .where('client_id', '=', clientId)
+    .where('session_id', 'in', (eb) =>
+      eb.selectFrom('rotated_refresh_tokens').select('session_id').where('refresh_token_hash', '=', hash).where('expires_at', '>', now),
+    )
+    .executeTakeFirst();
+  return rotated.numDeletedRows > 0n;
+}
+
 export async function revokeSession(db: Kysely<Schema>, sessionId: string): Promise<boolean> {
   const result = await db.deleteFrom('sessions').where('session_id', '=', sessionId).executeTakeFirst();
   return result.numDeletedRows > 0n;
+}
+
+/** A session as its user sees it on the account page. */
+export interface UserSession {
+  sessionId: string;
+  clientId: string;
+  applicationName: string;
+  scope: string;
+  createdAt: number;
+  lastUsedAt: number | null;
+}
+
+/** The user's sessions that can still be refreshed, most recently used first. */
+export async function listUserSessions(db: Kysely<Schema>, userId: string, now = Date.now()): Promise<UserSession[]> {
+  const rows = await db
+    .selectFrom('sessions')
+    .innerJoin('applications', 'applications.client_id', 'sessions.client_id')
+    .select(['sessions.session_id', 'sessions.client_id', 'applications.name', 'sessions.scope', 'sessions.created_at', 'sessions.last_used_at'])
+    .where('sessions.user_id', '=', userId)
+    .where('sessions.refresh_expires_at', '>', now)
+    .orderBy('sessions.created_at', 'desc')
+    .orderBy('sessions.session_id')
+    .execute();
+  return rows.map((row) => ({
+    sessionId: row.session_id,
+    clientId: row.client_id,
+    applicationName: row.name,
+    scope: row.scope,
+    createdAt: row.created_at,
+    lastUsedAt: row.last_used_at,
+  }));
+}
+
+/** Ends one session of the user (never another user's); answers its application, or undefined when there was none. */
+export async function endUserSession(db: Kysely<Schema>, userId: string, sessionId: string): Promise<{ clientId: string } | undefined> {
+  const row = await db.deleteFrom('sessions').where('session_id', '=', sessionId).where('user_id', '=', userId).returning('client_id').executeTakeFirst();
+  return row && { clientId: row.client_id };
+}
+
+/** Ends every session of the user; answers how many. */
+export async function endAllUserSessions(db: Kysely<Schema>, userId: string): Promise<number> {
+  const result = await db.deleteFrom('sessions').where('user_id', '=', userId).executeTakeFirst();
+  return Number(result.numDeletedRows);
 }
 
 /** The token response: every field of the spec plus RFC 6749's expires_in. */

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { authenticateClient, readCredentials } from './client-auth.ts';
-import { InvalidRequest, UnsupportedGrantType } from './errors.ts';
+import { countTokenGrant } from '../http/metrics.ts';
+import { InvalidRequest, OAuthError, UnsupportedGrantType } from './errors.ts';
 import { authorizationCodeGrant } from './grants/authorization-code.ts';
 import type { GrantContext } from './grants/context.ts';
 import { deviceCodeGrant } from './grants/device-code.ts';
@@ -9,22 +10,38 @@ import { readParams } from './params.ts';
 import { tokenSchema } from './schemas.ts';
 import { tokenResponse, type IssuedTokens } from './sessions.ts';
 
-const GRANTS: Record<string, (context: GrantContext) => Promise<IssuedTokens>> = {
+type Grant = (context: GrantContext) => Promise<IssuedTokens>;
+
+/** The grants, by their standard names (the device grant by RFC 8628's URN); discovery lists them. */
+const STANDARD_GRANTS: Record<string, Grant> = {
   authorization_code: authorizationCodeGrant,
   refresh_token: refreshTokenGrant,
-  device_code: deviceCodeGrant,
   'urn:ietf:params:oauth:grant-type:device_code': deviceCodeGrant,
 };
+
+export const GRANT_TYPES = Object.keys(STANDARD_GRANTS);
+
+/** The spec's short name for the device grant is accepted too. */
+const GRANTS: Record<string, Grant> = { ...STANDARD_GRANTS, device_code: deviceCodeGrant };
 
 /** POST /v4/login: the token endpoint, for form or JSON bodies. */
 export async function tokenRoute(app: FastifyInstance): Promise<void> {
   app.post('/login', { schema: tokenSchema }, async (request, reply) => {
-    const params = readParams(request.body);
-    if (!params.grant_type) throw new InvalidRequest('grant_type is required');
-    const grant = GRANTS[params.grant_type];
-    if (!grant) throw new UnsupportedGrantType(`grant_type ${params.grant_type} is not supported`);
-    const client = await authenticateClient(app.database.db, readCredentials(request.headers.authorization, params));
-    const tokens = await grant({ db: app.database.db, params, client, now: Date.now() });
-    return reply.header('cache-control', 'no-store').header('pragma', 'no-cache').send(tokenResponse(tokens));
+    // The metric's label is one of the known grant names, never the client's text.
+    let grantType = 'other';
+    try {
+      const params = readParams(request.body);
+      if (!params.grant_type) throw new InvalidRequest('grant_type is required');
+      if (Object.hasOwn(GRANTS, params.grant_type)) grantType = params.grant_type;
+      const grant = grantType === 'other' ? undefined : GRANTS[grantType];
+      if (!grant) throw new UnsupportedGrantType(`grant_type ${params.grant_type} is not supported`);
+      const client = await authenticateClient(app.database.db, readCredentials(request.headers.authorization, params));
+      const tokens = await grant({ db: app.database.db, params, client, now: Date.now(), origin: request });
+      countTokenGrant(grantType, 'success');
+      return reply.header('cache-control', 'no-store').header('pragma', 'no-cache').send(tokenResponse(tokens));
+    } catch (error) {
+      countTokenGrant(grantType, error instanceof OAuthError ? error.error : 'server_error');
+      throw error;
+    }
   });
 }

@@ -1,14 +1,21 @@
 import type { Expression, ExpressionBuilder, SqlBool } from 'kysely';
 import type { TSchema } from 'typebox';
+import type { Schema } from '../db/schema.ts';
 import type { BearerAuth } from '../http/bearer-auth.ts';
 
 export type Caller = BearerAuth;
 export type Row = Record<string, unknown>;
+
+/** A table of the service's schema (src/db/schema.ts). */
+export type TableName = keyof Schema & string;
+/** The columns of a table of the schema. */
+export type ColumnOf<Table extends TableName> = keyof Schema[Table] & string;
+
 /** A row condition, e.g. "owned by the caller". */
 export type RowFilter = (eb: ExpressionBuilder<any, any>, caller: Caller) => Expression<SqlBool>;
 
-export interface PropertyDefinition {
-  column: string;
+export interface PropertyDefinition<Column extends string = string> {
+  column: Column;
   /** The JSON shape of the property as read; documents the API. */
   schema: TSchema;
   /** The shape accepted in writes, when it differs from `schema` (e.g. not nullable). */
@@ -39,17 +46,19 @@ export interface AliasDefinition {
 }
 
 /**
- * Everything the engine needs to serve a class: declare one in src/classes/ and list it in
- * src/classes/index.ts.
+ * Everything the engine needs to serve a class: declare one in src/classes/ with defineClass
+ * (which checks the table and every column named against the schema) and list it in
+ * src/classes/index.ts. `Column` is the names its columns may have; the engine takes any class
+ * (ClassDefinition<string>), so a test may declare one on a table of its own.
  */
-export interface ClassDefinition {
+export interface ClassDefinition<Column extends string = string> {
   name: string;
   /** Class path under /v4, e.g. '/projects'. */
   path: string;
   table: string;
   /** The identifier property (a UUID) and its column. */
-  id: { property: string; column: string };
-  properties: Record<string, PropertyDefinition>;
+  id: { property: string; column: Column };
+  properties: Record<string, PropertyDefinition<Column>>;
   sortable: string[];
   defaultSort: string;
   filters?: Record<string, FilterMode>;
@@ -63,8 +72,21 @@ export interface ClassDefinition {
   /** Column values every new instance gets from the caller (an owner, say). */
   onCreate?: (caller: Caller) => Row;
   /** Columns the engine maintains: set on create and/or on every update. */
-  timestamps?: { created?: string; updated?: string };
+  timestamps?: { created?: Column; updated?: Column };
   /** A column incremented by every update. */
-  revision?: string;
+  revision?: Column;
   aliases?: AliasDefinition[];
+}
+
+/** A row condition on a table of the schema, its column names checked. */
+export type TableRowFilter<Table extends TableName> = (eb: ExpressionBuilder<Schema, Table>, caller: Caller) => Expression<SqlBool>;
+
+/**
+ * A class on a table of the schema: `table` and every column named (in properties, row filters,
+ * timestamps and revision) are checked against src/db/schema.ts.
+ */
+export function defineClass<Table extends TableName>(
+  definition: Omit<ClassDefinition<ColumnOf<Table>>, 'visible' | 'changeable'> & { table: Table; visible?: TableRowFilter<Table>; changeable?: TableRowFilter<Table> },
+): ClassDefinition<ColumnOf<Table>> {
+  return definition;
 }

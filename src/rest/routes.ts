@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { requireScopes } from '../http/bearer-auth.ts';
 import { badRequest, notFound } from '../http/errors.ts';
+import { errorResponses } from '../http/openapi-schemas.ts';
 import { isUuid } from '../http/uuid.ts';
 import type { AliasDefinition, ClassDefinition, Row } from './definition.ts';
 import { bulkDeleteSchema, idParamsSchema, instanceSchema, listQuerySchema, listSchema, MAX_PAGE_SIZE, postSchema, writeResultSchema, writeSchema } from './schemas.ts';
@@ -21,6 +22,15 @@ export function classRoutes(definition: ClassDefinition) {
     const instance = instanceSchema(definition);
     const { path } = definition;
     const noun = definition.name.toLowerCase();
+    const name = definition.name;
+    const errors = {
+      400: 'Invalid input: unknown or malformed properties, parameters out of range',
+      401: 'No access token, or an invalid or expired one',
+      403: 'The token lacks a scope this operation needs, or the instance is not yours to change',
+      404: 'No such instance (or not yours to see)',
+      429: 'Rate limit exceeded',
+    } as const;
+    const answers = (...statuses: Array<keyof typeof errors>) => errorResponses(Object.fromEntries(statuses.map((status) => [status, errors[status]])));
 
     const pathId = (request: IdRequest, forWrite = false): string => {
       if (isUuid(request.params.id)) return request.params.id;
@@ -31,7 +41,7 @@ export function classRoutes(definition: ClassDefinition) {
 
     api.get(path, {
       preHandler: read,
-      schema: { tags, security, summary: `List ${noun} instances`, querystring: listQuerySchema(definition), response: { 200: listSchema(definition) } },
+      schema: { tags, security, operationId: `list${name}s`, summary: `List ${noun} instances`, querystring: listQuerySchema(definition), response: { 200: listSchema(definition), ...answers(400, 401, 403, 429) } },
       handler: async (request) => {
         const { pageSize = MAX_PAGE_SIZE, page = 1, sortDirection = 'ascending', sortedColumn = definition.defaultSort, ...filters } = request.query as Record<string, any>;
         const { total, rows } = await store.list(request.auth!, { pageSize, page, sortDirection, sortedColumn, filters });
@@ -57,14 +67,14 @@ export function classRoutes(definition: ClassDefinition) {
     const idRoute = { params: idParamsSchema, tags, security };
     api.get<{ Params: { id: string } }>(`${path}/:id`, {
       preHandler: read,
-      schema: { ...idRoute, summary: `Get one ${noun}`, response: { 200: instance } },
+      schema: { ...idRoute, operationId: `get${name}`, summary: `Get one ${noun}`, response: { 200: instance, ...answers(401, 403, 404, 429) } },
       handler: (request) => getOne(request as IdRequest, pathId(request as IdRequest)),
     });
 
     if (operations.create || operations.update) {
       api.post(path, {
         preHandler: write,
-        schema: { tags, security, summary: `Create or update ${noun} instances (one object or an array)`, body: postSchema(definition), response: { 200: writeResultSchema(definition) } },
+        schema: { tags, security, operationId: `save${name}s`, summary: `Create or update ${noun} instances (one object or an array)`, body: postSchema(definition), response: { 200: writeResultSchema(definition), ...answers(400, 401, 403, 404, 429) } },
         handler: async (request) => {
           const items = (Array.isArray(request.body) ? request.body : [request.body]) as Row[];
           const { created, updated } = await store.save(request.auth!, items);
@@ -73,26 +83,26 @@ export function classRoutes(definition: ClassDefinition) {
       });
       api.put<{ Params: { id: string }; Body: Row }>(`${path}/:id`, {
         preHandler: write,
-        schema: { ...idRoute, summary: `Replace a ${noun}, or create it with this id`, body: writeSchema(definition, true), response: { 200: instance, 201: instance } },
+        schema: { ...idRoute, operationId: `replace${name}`, summary: `Replace a ${noun}, or create it with this id`, body: writeSchema(definition, true), response: { 200: instance, 201: instance, ...answers(400, 401, 403, 404, 429) } },
         handler: (request, reply) => replace(request, reply, pathId(request, true)),
       });
     }
     if (operations.update) {
       api.patch<{ Params: { id: string }; Body: Row }>(`${path}/:id`, {
         preHandler: write,
-        schema: { ...idRoute, summary: `Change some properties of a ${noun}`, body: writeSchema(definition, false), response: { 200: instance } },
+        schema: { ...idRoute, operationId: `update${name}`, summary: `Change some properties of a ${noun}`, body: writeSchema(definition, false), response: { 200: instance, ...answers(400, 401, 403, 404, 429) } },
         handler: (request) => patch(request, pathId(request)),
       });
     }
     if (operations.delete) {
       api.delete<{ Params: { id: string } }>(`${path}/:id`, {
         preHandler: write,
-        schema: { ...idRoute, summary: `Delete a ${noun}`, response: { 204: { type: 'null', description: 'Deleted' } } },
+        schema: { ...idRoute, operationId: `delete${name}`, summary: `Delete a ${noun}`, response: { 204: { type: 'null', description: 'Deleted' }, ...answers(401, 403, 404, 429) } },
         handler: (request, reply) => remove(request as IdRequest, reply, pathId(request as IdRequest)),
       });
       api.delete(path, {
         preHandler: write,
-        schema: { tags, security, summary: `Delete several ${noun} instances, all or nothing`, body: bulkDeleteSchema(definition), response: { 204: { type: 'null', description: 'All deleted' } } },
+        schema: { tags, security, operationId: `delete${name}s`, summary: `Delete several ${noun} instances, all or nothing`, body: bulkDeleteSchema(definition), response: { 204: { type: 'null', description: 'All deleted' }, ...answers(400, 401, 403, 404, 429) } },
         handler: async (request, reply) => {
           const ids = (request.body as Row[]).map((item) => item[definition.id.property] as string);
           await store.remove(request.auth!, ids);
@@ -107,10 +117,10 @@ export function classRoutes(definition: ClassDefinition) {
       const schema = { tags, security };
       const id = (request: FastifyRequest) => alias.id(request.auth!);
       for (const method of alias.methods) {
-        if (method === 'GET') api.get(alias.path, { preHandler: read, schema: { ...schema, summary: `Get your ${noun}`, response: { 200: instance } } }, (request) => getOne(request as IdRequest, id(request)));
-        if (method === 'PUT') api.put(alias.path, { preHandler: write, schema: { ...schema, summary: `Replace your ${noun}`, body: writeSchema(definition, true), response: { 200: instance } } }, (request, reply) => replace(request as IdRequest, reply, id(request)));
-        if (method === 'PATCH') api.patch(alias.path, { preHandler: write, schema: { ...schema, summary: `Change your ${noun}`, body: writeSchema(definition, false), response: { 200: instance } } }, (request) => patch(request as IdRequest, id(request)));
-        if (method === 'DELETE') api.delete(alias.path, { preHandler: requireScopes(), schema: { ...schema, summary: `End your ${noun}`, response: { 204: { type: 'null', description: 'Deleted' } } } }, (request, reply) => remove(request as IdRequest, reply, id(request)));
+        if (method === 'GET') api.get(alias.path, { preHandler: read, schema: { ...schema, operationId: `getCurrent${name}`, summary: `Get your ${noun}`, response: { 200: instance, ...answers(401, 403, 429) } } }, (request) => getOne(request as IdRequest, id(request)));
+        if (method === 'PUT') api.put(alias.path, { preHandler: write, schema: { ...schema, operationId: `replaceCurrent${name}`, summary: `Replace your ${noun}`, body: writeSchema(definition, true), response: { 200: instance, ...answers(400, 401, 403, 429) } } }, (request, reply) => replace(request as IdRequest, reply, id(request)));
+        if (method === 'PATCH') api.patch(alias.path, { preHandler: write, schema: { ...schema, operationId: `updateCurrent${name}`, summary: `Change your ${noun}`, body: writeSchema(definition, false), response: { 200: instance, ...answers(400, 401, 403, 429) } } }, (request) => patch(request as IdRequest, id(request)));
+        if (method === 'DELETE') api.delete(alias.path, { preHandler: requireScopes(), schema: { ...schema, operationId: `deleteCurrent${name}`, summary: `End your ${noun}`, response: { 204: { type: 'null', description: 'Deleted' }, ...answers(401, 429) } } }, (request, reply) => remove(request as IdRequest, reply, id(request)));
       }
     }
   };

@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { sql, type Kysely, type SelectQueryBuilder } from 'kysely';
+import { sql, type Kysely, type SelectQueryBuilder, type Transaction } from 'kysely';
 import type { Database } from '../db/connection.ts';
 import { containsIgnoringCase } from '../db/dialect.ts';
 import { isUniqueViolation } from '../db/errors.ts';
+import { lockKeys } from '../db/locks.ts';
 import { ApiError, badRequest, forbidden, notFound } from '../http/errors.ts';
 import { isUuid, normalizeUuid } from '../http/uuid.ts';
 import type { Caller, ClassDefinition, Row } from './definition.ts';
@@ -90,6 +91,7 @@ export class ClassStore {
     const repeated = givenIds.size === ids.length ? undefined : ids.find((id, index) => ids.indexOf(id) !== index);
     if (repeated) throw badRequest(`${idProperty} ${repeated} appears twice in the request`, { [idProperty]: repeated });
     return this.transaction(async (db) => {
+      await this.lockIds(db, ids);
       const visible = await this.visibleIds(db, caller, ids);
       const creates: Row[] = [];
       const updates: Array<{ id: string; item: Row }> = [];
@@ -109,6 +111,14 @@ export class ClassStore {
         updated: updates.map(({ id }) => rows.get(id)!),
       };
     });
+  }
+
+  /**
+   * Writes naming the same ids run one after another, so an id another request is creating is seen
+   * as existing once that request commits (an update, or 404 when hidden) instead of failing its insert.
+   */
+  private lockIds(db: Transaction<any>, ids: string[]): Promise<void> {
+    return lockKeys(db, ids.map((id) => `${this.definition.table}:${id}`));
   }
 
   private async visibleIds(db: Kysely<any>, caller: Caller, ids: string[]): Promise<Set<string>> {
@@ -139,6 +149,7 @@ export class ClassStore {
   async replace(caller: Caller, id: string, body: Row): Promise<{ created: boolean; row: Row }> {
     this.checkBodyId(id, body);
     return this.transaction(async (db) => {
+      await this.lockIds(db, [normalizeUuid(id)]);
       if (await this.existing(db, caller, normalizeUuid(id))) return { created: false, row: await this.update(db, caller, normalizeUuid(id), body, 'replace') };
       return { created: true, row: await this.create(db, caller, normalizeUuid(id), body) };
     });
@@ -269,7 +280,7 @@ export class ClassStore {
     }
   }
 
-  private transaction<T>(work: (db: Kysely<any>) => Promise<T>): Promise<T> {
+  private transaction<T>(work: (db: Transaction<any>) => Promise<T>): Promise<T> {
     return this.db.transaction().execute(work);
   }
 }

@@ -3,15 +3,17 @@ import csrf from '@fastify/csrf-protection';
 import formbody from '@fastify/formbody';
 import helmet from '@fastify/helmet';
 import type { FastifyError, FastifyInstance } from 'fastify';
-import { toApiError } from '../http/error-handler.ts';
-import { enableFailureLimits } from '../http/rate-limit.ts';
+import { apiErrorForThrown } from '../http/error-handler.ts';
 import { assetRoutes } from './assets.ts';
 import { devicePages } from './device-pages.ts';
+import { accountPages } from './account-pages.ts';
+import { homePage } from './home-page.ts';
 import { loginPages } from './login-pages.ts';
 import { sendMessage } from './pages.ts';
+import { registerSignInLimits } from './sign-in.ts';
 import { spawnCodeRoutes } from './spawn-codes.ts';
 
-/** The server-rendered pages: sign-in, two-step, consent, device code entry, spawn codes. */
+/** The server-rendered pages: home, sign-in, two-step, consent, device code entry, the account page, spawn codes. */
 export async function webPages(web: FastifyInstance): Promise<void> {
   const secure = web.config.baseUrl.startsWith('https:');
   await web.register(cookie);
@@ -28,10 +30,10 @@ export async function webPages(web: FastifyInstance): Promise<void> {
     referrerPolicy: { policy: 'no-referrer' },
     hsts: secure,
   });
-  await enableFailureLimits(web);
+  registerSignInLimits(web);
 
   web.setErrorHandler((error: FastifyError, request, reply) => {
-    const apiError = toApiError(error, request);
+    const apiError = apiErrorForThrown(error, request);
     if (error.code === 'FST_CSRF_INVALID_TOKEN' || error.code === 'FST_CSRF_MISSING_SECRET') {
       return sendMessage(reply, 'Please try again', 'This form was open too long or came from another site. Go back, reload the page and submit it again.', 403);
     }
@@ -39,7 +41,9 @@ export async function webPages(web: FastifyInstance): Promise<void> {
   });
 
   await web.register(assetRoutes);
+  await web.register(homePage);
   await web.register(spawnCodeRoutes);
   await web.register(loginPages);
   await web.register(devicePages);
+  await web.register(accountPages);
 }

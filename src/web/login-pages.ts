@@ -1,18 +1,18 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { findAccount, findAccountByLogin, type Account } from '../accounts/accounts.ts';
-import { verifyPassword } from '../accounts/passwords.ts';
-import { verifyTotp } from '../accounts/totp.ts';
+import { findAccount } from '../accounts/accounts.ts';
+import { recordSecurityEvent } from '../accounts/security-events.ts';
 import { isTrustedDevice, trustDevice } from '../accounts/trusted-devices.ts';
-import { failureLimiter } from '../http/rate-limit.ts';
-import { issueAuthorizationCode } from '../oauth/authorization-codes.ts';
+import { authorizationResponseUrl } from '../oauth/authorization-response.ts';
 import { redirectWithError } from '../oauth/authorize.ts';
 import { findApplication } from '../oauth/clients.ts';
-import { formatUserCode } from '../oauth/device-authorization.ts';
+import { decideInteraction } from '../oauth/consent.ts';
+import { displayedUserCode } from '../oauth/device-authorizations.ts';
 import { AccessDenied } from '../oauth/errors.ts';
-import { endInteraction, findInteraction, type Interaction } from '../oauth/interactions.ts';
+import { findInteraction } from '../oauth/interactions.ts';
 import { SCOPES, isScope, scopeList } from '../oauth/scopes.ts';
 import { sendMessage, sendPage, tooManyAttempts } from './pages.ts';
-import { completeTwoStep, endWebSession, readWebSession, startWebSession } from './web-sessions.ts';
+import { checkSignInPassword, checkTwoStepCode } from './sign-in.ts';
+import { completeTwoStep, endPendingSignIns, endWebSession, readWebSession, startWebSession } from './web-sessions.ts';
 
 const PAGE = '/login/:interaction';
 
@@ -28,24 +28,6 @@ const expired = (reply: FastifyReply) =>
  */
 export async function loginPages(web: FastifyInstance): Promise<void> {
   const db = () => web.database.db;
-  // The account a sign-in names, looked up once per request: the per-account limit and the
-  // password check both need it.
-  const loginOf = (request: FastifyRequest) => String((request.body as Record<string, unknown> | undefined)?.username ?? '').trim();
-  const accountsNamed = new WeakMap<FastifyRequest, Promise<Account | undefined>>();
-  const accountNamedIn = (request: FastifyRequest) => {
-    let account = accountsNamed.get(request);
-    if (!account) accountsNamed.set(request, (account = findAccountByLogin(db(), loginOf(request))));
-    return account;
-  };
-  const passwordFailuresByIp = failureLimiter(web, { name: 'password-ip', max: 30, windowMs: 15 * 60_000, key: (r) => r.ip });
-  const passwordFailuresByAccount = failureLimiter(web, {
-    name: 'password-account',
-    max: 10,
-    windowMs: 15 * 60_000,
-    // Keyed by the account, so its username and its email address share one count.
-    key: async (r) => (await accountNamedIn(r))?.userId ?? loginOf(r).toLowerCase(),
-  });
-  const codeFailures = failureLimiter(web, { name: 'totp-ip', max: 10, windowMs: 15 * 60_000, key: (r) => r.ip });
   const csrf = { preHandler: web.csrfProtection };
 
   async function load(request: LoginRequest, reply: FastifyReply) {
@@ -73,7 +55,7 @@ export async function loginPages(web: FastifyInstance): Promise<void> {
       appName: loaded.app.name,
       username: account?.username ?? '',
       scopes: scopeList(loaded.interaction.scope).map((scope) => (isScope(scope) ? SCOPES[scope] : scope)),
-      userCode: await userCodeOf(loaded.interaction),
+      userCode: loaded.interaction.device_code === null ? undefined : await displayedUserCode(db(), loaded.interaction.device_code),
       action: `${loaded.action}/consent`,
       switchAction: `${loaded.action}/switch`,
     });
@@ -82,18 +64,15 @@ export async function loginPages(web: FastifyInstance): Promise<void> {
   web.post<{ Params: { interaction: string }; Body: Record<string, string | undefined> }>(`${PAGE}/password`, csrf, async (request, reply) => {
     const loaded = await load(request, reply);
     if (!loaded) return reply;
-    const username = loginOf(request);
+    const username = String(request.body?.username ?? '').trim();
     const password = String(request.body?.password ?? '');
     const again = (error: string, status: number) => sendPage(reply, 'signin', { appName: loaded.app.name, action: `${loaded.action}/password`, username, error }, status);
-    const wait = Math.max(await passwordFailuresByIp.retryAfter(request), await passwordFailuresByAccount.retryAfter(request));
-    if (wait > 0) return again(tooManyAttempts(reply, 'failed sign-ins', wait), 429);
-    const account = await accountNamedIn(request);
-    if (!(await verifyPassword(account?.passwordHash, password)) || !account) {
-      await Promise.all([passwordFailuresByIp.recordFailure(request), passwordFailuresByAccount.recordFailure(request)]);
-      return again('Wrong username or password.', 401);
-    }
+    const checked = await checkSignInPassword(request, password, { login: username }, { page: 'sign_in', clientId: loaded.app.clientId });
+    if (!checked.ok) return checked.retryAfterMs > 0 ? again(tooManyAttempts(reply, 'failed sign-ins', checked.retryAfterMs), 429) : again('Wrong username or password.', 401);
+    const { account } = checked;
     const needsCode = account.totpSecret !== null && !(await isTrustedDevice(db(), account.userId, loaded.interaction.device_id));
     await startWebSession(request, reply, account.userId, needsCode);
+    if (!needsCode) await recordSecurityEvent(db(), request, { kind: 'sign_in_succeeded', userId: account.userId, clientId: loaded.app.clientId, details: { two_step: account.totpSecret !== null ? 'trusted_device' : 'off', page: 'sign_in' } });
     return reply.code(303).header('location', loaded.action).send();
   });
 
@@ -104,15 +83,20 @@ export async function loginPages(web: FastifyInstance): Promise<void> {
     if (!session?.mfaPending) return reply.code(303).header('location', loaded.action).send();
     const again = (error: string, status: number) =>
       sendPage(reply, 'two-step', { action: `${loaded.action}/two-step`, canTrustDevice: loaded.interaction.device_id !== null, error }, status);
-    const wait = await codeFailures.retryAfter(request);
-    if (wait > 0) return again(tooManyAttempts(reply, 'wrong codes', wait), 429);
     const account = await findAccount(db(), session.userId);
-    if (!account?.totpSecret || !verifyTotp(account.totpSecret, String(request.body?.code ?? ''))) {
-      await codeFailures.recordFailure(request);
-      return again('That code is not right. Codes change every 30 seconds.', 401);
+    if (!account?.totpSecret) return reply.code(303).header('location', loaded.action).send();
+    const checked = await checkTwoStepCode(request, account, String(request.body?.code ?? ''), { page: 'sign_in', clientId: loaded.app.clientId });
+    if (!checked.ok && checked.accountLimited) {
+      // Past the account's limit the pending sign-in ends (all of them, from any browser).
+      await endPendingSignIns(request, reply, session.userId);
+      const error = tooManyAttempts(reply, 'wrong codes', checked.retryAfterMs, 'Sign in again');
+      return sendPage(reply, 'signin', { appName: loaded.app.name, action: `${loaded.action}/password`, error }, 429);
     }
-    if (request.body?.trust_device && loaded.interaction.device_id) await trustDevice(db(), account.userId, loaded.interaction.device_id);
+    if (!checked.ok && checked.retryAfterMs > 0) return again(tooManyAttempts(reply, 'wrong codes', checked.retryAfterMs), 429);
+    if (!checked.ok) return again(checked.used ? 'That code was used already. Wait for the next one.' : 'That code is not right. Codes change every 30 seconds.', 401);
+    if (request.body?.trust_device && loaded.interaction.device_id) await trustDevice(db(), session.userId, loaded.interaction.device_id);
     await completeTwoStep(request, reply, session);
+    await recordSecurityEvent(db(), request, { kind: 'sign_in_succeeded', userId: account.userId, clientId: loaded.app.clientId, details: { two_step: 'code', page: 'sign_in' } });
     return reply.code(303).header('location', loaded.action).send();
   });
 
@@ -123,46 +107,22 @@ export async function loginPages(web: FastifyInstance): Promise<void> {
     if (!session || session.mfaPending) return reply.code(303).header('location', loaded.action).send();
     const decision = request.body?.decision;
     if (decision !== 'approve' && decision !== 'deny') return reply.code(303).header('location', loaded.action).send();
-    if (!(await endInteraction(db(), request.params.interaction))) return expired(reply);
     const { interaction } = loaded;
-    if (interaction.device_code !== null) return finishDeviceLogin(reply, interaction.device_code, session.userId, decision === 'approve');
-    if (decision === 'deny') return redirectWithError(reply, interaction.redirect_uri!, new AccessDenied('The user denied the request'), interaction.state);
-    const code = await issueAuthorizationCode(db(), {
-      clientId: interaction.client_id,
-      userId: session.userId,
-      redirectUri: interaction.redirect_uri!,
-      scope: interaction.scope,
-      codeChallenge: interaction.code_challenge!,
-      deviceId: interaction.device_id,
-    });
-    const target = new URL(interaction.redirect_uri!);
-    target.searchParams.set('code', code);
-    if (interaction.state) target.searchParams.set('state', interaction.state);
-    return reply.code(303).header('location', target.toString()).header('cache-control', 'no-store').send();
+    const outcome = await decideInteraction(db(), request.params.interaction, interaction, session.userId, decision === 'approve');
+    if (outcome.kind === 'ended') return expired(reply);
+    if (outcome.kind === 'device expired') return sendMessage(reply, 'This code has expired', 'Start the sign-in on your device again to get a new code.', 410);
+    if (outcome.kind === 'device') {
+      return outcome.approved
+        ? sendMessage(reply, 'Device connected', 'You are signed in on your device. You can close this page and return to it.')
+        : sendMessage(reply, 'Request denied', 'The device was not given access. You can close this page.');
+    }
+    if (outcome.kind === 'denied') return redirectWithError(reply, interaction.redirect_uri!, new AccessDenied('The user denied the request'), interaction.state);
+    const target = authorizationResponseUrl(interaction.redirect_uri!, { code: outcome.code, state: interaction.state }, web.config.baseUrl);
+    return reply.code(303).header('location', target).header('cache-control', 'no-store').send();
   });
 
   web.post<{ Params: { interaction: string } }>(`${PAGE}/switch`, csrf, async (request, reply) => {
     await endWebSession(request, reply);
-    return reply.code(303).header('location', `/login/${request.params.interaction}`).send();
+    return reply.code(303).header('location', `/login/${encodeURIComponent(request.params.interaction)}`).send();
   });
-
-  async function userCodeOf(interaction: Interaction): Promise<string | undefined> {
-    if (interaction.device_code === null) return undefined;
-    const row = await db().selectFrom('device_authorizations').select('user_code').where('device_code', '=', interaction.device_code).executeTakeFirst();
-    return row && formatUserCode(row.user_code);
-  }
-
-  async function finishDeviceLogin(reply: FastifyReply, deviceCode: string, userId: string, approved: boolean) {
-    const updated = await db()
-      .updateTable('device_authorizations')
-      .set(approved ? { status: 'approved', user_id: userId } : { status: 'denied' })
-      .where('device_code', '=', deviceCode)
-      .where('status', '=', 'pending')
-      .where('expires_at', '>', Date.now())
-      .executeTakeFirst();
-    if (updated.numUpdatedRows === 0n) return sendMessage(reply, 'This code has expired', 'Start the sign-in on your device again to get a new code.', 410);
-    return approved
-      ? sendMessage(reply, 'Device connected', 'You are signed in on your device. You can close this page and return to it.')
-      : sendMessage(reply, 'Request denied', 'The device was not given access. You can close this page.');
-  }
 }

@@ -20,7 +20,7 @@ const minutes = (ms: number) => Math.max(1, Math.ceil(ms / 60_000));
  * For a page answering 429: sets Retry-After (as the API's 429s do) and answers the sentence that
  * tells the user how long to wait, e.g. `Too many wrong codes. Try again in 2 minute(s).`
  */
-export function tooManyAttempts(reply: FastifyReply, what: string, waitMs: number): string {
+export function tooManyAttempts(reply: FastifyReply, what: string, waitMs: number, then = 'Try again'): string {
   reply.header('retry-after', String(Math.ceil(waitMs / 1000)));
-  return `Too many ${what}. Try again in ${minutes(waitMs)} minute(s).`;
+  return `Too many ${what}. ${then} in ${minutes(waitMs)} minute(s).`;
 }

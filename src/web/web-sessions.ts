@@ -1,5 +1,7 @@
 import type {} from '@fastify/cookie';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Kysely } from 'kysely';
+import type { Schema } from '../db/schema.ts';
 import { hashSecret, newSecret } from '../oauth/secrets.ts';
 
 /** A browser's sign-in lasts this long; one waiting for its two-step code, much less. */
@@ -11,6 +13,8 @@ export interface WebSession {
   token: string;
   userId: string;
   mfaPending: boolean;
+  /** A two-step secret being set up on the account page, not yet confirmed. */
+  pendingTotpSecret: string | null;
 }
 
 function cookieOptions(request: FastifyRequest, maxAgeMs: number) {
@@ -28,11 +32,11 @@ export async function readWebSession(request: FastifyRequest): Promise<WebSessio
   if (!token) return undefined;
   const row = await request.server.database.db
     .selectFrom('web_sessions')
-    .select(['user_id', 'mfa_pending', 'expires_at'])
+    .select(['user_id', 'mfa_pending', 'expires_at', 'pending_totp_secret'])
     .where('session_hash', '=', hashSecret(token))
     .executeTakeFirst();
   if (!row || row.expires_at <= Date.now()) return undefined;
-  return { token, userId: row.user_id, mfaPending: row.mfa_pending === 1 };
+  return { token, userId: row.user_id, mfaPending: row.mfa_pending === 1, pendingTotpSecret: row.pending_totp_secret };
 }
 
 /** Signs the browser in (fully, or pending its two-step code), replacing any earlier sign-in. */
@@ -58,4 +62,23 @@ export async function endWebSession(request: FastifyRequest, reply: FastifyReply
   if (!token) return;
   await request.server.database.db.deleteFrom('web_sessions').where('session_hash', '=', hashSecret(token)).execute();
   reply.clearCookie(SESSION_COOKIE, { path: '/' });
+}
+
+/**
+ * Ends every sign-in of the user still waiting for its two-step code (too many wrong codes): each
+ * must start again with the password. The browser's own cookie is cleared too.
+ */
+export async function endPendingSignIns(request: FastifyRequest, reply: FastifyReply, userId: string): Promise<void> {
+  await request.server.database.db.deleteFrom('web_sessions').where('user_id', '=', userId).where('mfa_pending', '=', 1).execute();
+  reply.clearCookie(SESSION_COOKIE, { path: '/' });
+}
+
+/** Keeps (or, with null, forgets) the two-step secret the signed-in browser is setting up. */
+export async function setPendingTotpSecret(db: Kysely<Schema>, session: WebSession, secret: string | null): Promise<void> {
+  await db.updateTable('web_sessions').set({ pending_totp_secret: secret }).where('session_hash', '=', hashSecret(session.token)).execute();
+}
+
+/** Signs the user out of every browser but the one of `keep` (a new password). */
+export async function endOtherWebSessions(db: Kysely<Schema>, keep: WebSession): Promise<void> {
+  await db.deleteFrom('web_sessions').where('user_id', '=', keep.userId).where('session_hash', '!=', hashSecret(keep.token)).execute();
 }

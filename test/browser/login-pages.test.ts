@@ -12,7 +12,7 @@ import * as OTPAuth from 'otpauth';
 import type { Browser, BrowserContextOptions, Page } from 'playwright-core';
 import { newTotpSecret } from '../../src/accounts/totp.ts';
 import { SCOPES } from '../../src/oauth/scopes.ts';
-import { checkLayoutAndCapture, DESKTOP, launchBrowser, startBrowserServer, watchPage } from '../helpers/browser.ts';
+import { checkLayoutAndCapture, launchBrowser, startBrowserServer, watchPage, withPage as withBrowserPage } from '../helpers/browser.ts';
 import { newAccount, newApp as newOAuthApp, pkcePair, tokenRequest } from '../helpers/oauth.ts';
 import type { TestServer } from '../helpers/server.ts';
 
@@ -48,18 +48,7 @@ describe('login pages in a real browser', () => {
 
   const newApp = (target: TestServer, options: Parameters<typeof newOAuthApp>[1] = {}) => newOAuthApp(target, { redirectUris: [REDIRECT_URI], ...options });
 
-  /** Runs `body` on a page of a fresh browser context; fails on page errors and CSP reports. */
-  async function withPage(options: BrowserContextOptions, body: (page: Page) => Promise<void>) {
-    const context = await browser.newContext({ viewport: DESKTOP, ...options });
-    try {
-      const page = await context.newPage();
-      const watcher = watchPage(page);
-      await body(page);
-      assert.deepEqual(watcher.problems, [], 'page errors or CSP violations');
-    } finally {
-      await context.close();
-    }
-  }
+  const withPage = (options: BrowserContextOptions, body: (page: Page) => Promise<void>) => withBrowserPage(browser, options, body);
 
   function loginUrl(clientId: string, challenge: string, state: string, extra: Record<string, string> = {}) {
     const query = new URLSearchParams({
@@ -226,9 +215,12 @@ describe('login pages in a real browser', () => {
     });
   });
 
-  /** Types the current TOTP code into the field found by its label and presses Enter; answers the POST's response. */
-  async function typeTotpCode(page: Page, secret: string) {
-    const code = new OTPAuth.TOTP({ secret: OTPAuth.Secret.fromBase32(secret) }).generate();
+  /**
+   * Types the current TOTP code (or the next step's: a step accepted once is not accepted again)
+   * into the field found by its label and presses Enter; answers the POST's response.
+   */
+  async function typeTotpCode(page: Page, secret: string, step: 'current' | 'next' = 'current') {
+    const code = new OTPAuth.TOTP({ secret: OTPAuth.Secret.fromBase32(secret) }).generate({ timestamp: Date.now() + (step === 'next' ? 30_000 : 0) });
     await page.getByLabel('Verification code').focus();
     await page.keyboard.type(code);
     const [verified] = await Promise.all([
@@ -305,7 +297,7 @@ describe('login pages in a real browser', () => {
       await page.getByRole('heading', { name: 'Two-step verification' }).waitFor();
       assert.equal(await page.getByRole('heading', { name: /^Allow / }).count(), 0, 'no consent before the code');
       assert.equal(await page.getByLabel(/Trust this device/).isChecked(), false);
-      const verified = await typeTotpCode(page, secret);
+      const verified = await typeTotpCode(page, secret, 'next');
       assert.equal(verified.status(), 303);
       await assertConsentPage(page, account.username);
       const back = await approve(page);

@@ -5,11 +5,10 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { once } from 'node:events';
 import { after, before, describe, test } from 'node:test';
 import { newUser } from '../helpers/keys.ts';
 import { signedInTokens } from '../helpers/oauth.ts';
-import { freshDatabase, startServer, type Reply, type TestDatabase, type TestServer } from '../helpers/server.ts';
+import { freshDatabase, redisReady, startServer, type Reply, type TestDatabase, type TestServer } from '../helpers/server.ts';
 
 const REDIS_URL = 'redis://127.0.0.1:6379';
 const missingUser = () => `/v1/user.php/${randomUUID()}`;
@@ -26,12 +25,6 @@ function assertTooMany(reply: Reply, limit: number): void {
   assert.equal(reply.headers.get('x-ratelimit-remaining'), '0');
   const reset = Number(reply.headers.get('x-ratelimit-reset'));
   assert.ok(Number.isInteger(reset) && reset >= 0 && reset <= 60, `X-RateLimit-Reset ${reply.headers.get('x-ratelimit-reset')}`);
-}
-
-async function redisReady(server: TestServer): Promise<void> {
-  const redis = server.app.redis;
-  assert.ok(redis, 'the server has a Redis client');
-  if (redis.status !== 'ready') await once(redis, 'ready');
 }
 
 describe('RATE_LIMIT_V1=3 on one instance', () => {

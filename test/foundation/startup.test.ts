@@ -15,8 +15,9 @@ import { ConfigError, loadConfig } from '../../src/config.ts';
 import { freshDatabase, send, TEST_HOST, type TestDatabase } from '../helpers/server.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
-const TSX = join(ROOT, 'node_modules/.bin/tsx');
 const SERVER = join(ROOT, 'src/server.ts');
+/** tsx's loader, resolved from the repository (the server may run in another working directory). */
+const TSX_LOADER = import.meta.resolve('tsx');
 const CONFIG_KEYS = ['PORT', 'HOST', 'BASE_URL', 'DATABASE_URL', 'REDIS_URL', 'WORKSHOP_URL', 'RATE_LIMIT_V1', 'RATE_LIMIT_V4', 'TRUST_PROXY', 'LOG_LEVEL'];
 
 interface Running {
@@ -34,7 +35,10 @@ const started = new Set<ChildProcess>();
 /** Starts the server process with only `env` as its configuration (nothing inherited). */
 function run(env: Record<string, string>, cwd = ROOT): Running {
   const base = Object.fromEntries(Object.entries(process.env).filter(([key]) => !CONFIG_KEYS.includes(key)));
-  const child = spawn(TSX, [SERVER], { cwd, env: { ...base, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  // One process, node with tsx's loader (as production runs node): tsx's own CLI runs the server as a
+  // child and relays signals, and on a busy machine a SIGTERM could kill it before it learnt that the
+  // server handles SIGTERM itself (exit 143 instead of a clean 0).
+  const child = spawn(process.execPath, ['--import', TSX_LOADER, SERVER], { cwd, env: { ...base, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   started.add(child);
   let output = '';
   child.stdout!.on('data', (chunk) => (output += chunk));

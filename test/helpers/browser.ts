@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContextOptions, type Page } from 'playwright-core';
 import { startServer, type StartOptions, type TestServer } from './server.ts';
 
 export const CHROMIUM_PATH = '/usr/bin/chromium';
@@ -46,8 +46,11 @@ export async function startBrowserServer(options: Omit<StartOptions, 'env'> & { 
     url,
     request: server.request,
     async close() {
-      await new Promise<void>((resolve) => front.close(() => resolve()));
+      // The front server's close waits for its connections, which the app's close ends (keep-alive
+      // ones would otherwise stay open for the app's 72 s keep-alive timeout): both at once.
+      const frontClosed = new Promise<void>((resolve) => front.close(() => resolve()));
       await server.close();
+      await frontClosed;
     },
   };
 }
@@ -101,4 +104,17 @@ export async function checkLayoutAndCapture(page: Page, name: string, options: {
   await page.setViewportSize(DESKTOP);
   await page.screenshot({ path: `${SCREENSHOT_DIR}/${name}-desktop.png`, fullPage: true });
   if (original) await page.setViewportSize(original);
+}
+
+/** Runs `body` on a page of a fresh browser context; fails on page errors and CSP reports. */
+export async function withPage(browser: Browser, options: BrowserContextOptions, body: (page: Page) => Promise<void>): Promise<void> {
+  const context = await browser.newContext({ viewport: DESKTOP, ...options });
+  try {
+    const page = await context.newPage();
+    const watcher = watchPage(page);
+    await body(page);
+    assert.deepEqual(watcher.problems, [], 'page errors or CSP violations');
+  } finally {
+    await context.close();
+  }
 }

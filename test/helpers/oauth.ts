@@ -38,9 +38,9 @@ export class FormClient {
   private cookies = new Map<string, string>();
   constructor(private readonly server: TestServer) {}
 
-  async fetch(pathOrUrl: string, init: { method?: string; form?: Record<string, string> } = {}) {
+  async fetch(pathOrUrl: string, init: { method?: string; form?: Record<string, string>; headers?: Record<string, string> } = {}) {
     const url = pathOrUrl.startsWith('http') ? pathOrUrl : this.server.url + pathOrUrl;
-    const headers: Record<string, string> = { cookie: [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ') };
+    const headers: Record<string, string> = { ...init.headers, cookie: [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ') };
     let body: string | undefined;
     if (init.form) {
       headers['content-type'] = 'application/x-www-form-urlencoded';
@@ -64,13 +64,14 @@ export class FormClient {
     return this.submitOn(page.text, fields, actionPattern);
   }
 
-  submitOn(html: string, fields: Record<string, string>, actionPattern?: RegExp) {
+  /** `headers` are sent as well (X-Forwarded-For, to come from another address behind TRUST_PROXY). */
+  submitOn(html: string, fields: Record<string, string>, actionPattern?: RegExp, headers?: Record<string, string>) {
     const forms = [...html.matchAll(/<form method="post" action="([^"]+)"[^>]*>([\s\S]*?)<\/form>/g)];
     const form = forms.find(([, action]) => !actionPattern || actionPattern.test(action!));
     assert.ok(form, `no form${actionPattern ? ` matching ${actionPattern}` : ''} in ${html}`);
     const csrf = /name="_csrf" value="([^"]+)"/.exec(form[2]!)?.[1];
     assert.ok(csrf, 'form without CSRF token');
-    return this.fetch(form[1]!.replace(/&amp;/g, '&'), { form: { _csrf: csrf, ...fields } });
+    return this.fetch(form[1]!.replace(/&amp;/g, '&'), { form: { _csrf: csrf, ...fields }, ...(headers ? { headers } : {}) });
   }
 }
 
@@ -88,12 +89,24 @@ export async function startLogin(server: TestServer, params: Record<string, stri
  */
 export async function authorize(
   server: TestServer,
-  options: { clientId: string; challenge: string; username: string; password: string; scope?: string; totpCode?: () => string; deviceId?: string; decision?: 'approve' | 'deny'; browser?: FormClient },
+  options: {
+    clientId: string;
+    challenge: string;
+    username: string;
+    password: string;
+    scope?: string;
+    totpCode?: () => string;
+    deviceId?: string;
+    decision?: 'approve' | 'deny';
+    browser?: FormClient;
+    redirectUri?: string;
+  },
 ) {
   const browser = options.browser ?? new FormClient(server);
   const page = await startLogin(server, {
     client_id: options.clientId,
     code_challenge: options.challenge,
+    ...(options.redirectUri ? { redirect_uri: options.redirectUri } : {}),
     ...(options.scope ? { scope: options.scope } : {}),
     ...(options.deviceId ? { device_id: options.deviceId } : {}),
   });
@@ -122,8 +135,16 @@ export async function tokenRequest(server: TestServer, params: Record<string, st
   });
 }
 
-/** Signs `account` in to `app` through the login pages and the token endpoint; answers the token response. */
-export async function tokensThroughPages(server: TestServer, app: { clientId: string }, account: { username: string; password: string }, scope = 'common users:read') {
+/**
+ * Signs `account` in to `app` through the login pages and the token endpoint (a confidential app
+ * sends its client_secret); answers the token response.
+ */
+export async function tokensThroughPages(
+  server: TestServer,
+  app: { clientId: string; clientSecret?: string | null },
+  account: { username: string; password: string },
+  scope = 'common users:read',
+) {
   const { verifier, challenge } = pkcePair();
   const back = await authorize(server, { clientId: app.clientId, challenge, username: account.username, password: account.password, scope });
   const reply = await tokenRequest(server, {
@@ -132,6 +153,7 @@ export async function tokensThroughPages(server: TestServer, app: { clientId: st
     code: back.searchParams.get('code')!,
     redirect_uri: REDIRECT_URI,
     code_verifier: verifier,
+    ...(app.clientSecret ? { client_secret: app.clientSecret } : {}),
   });
   assert.equal(reply.status, 200, reply.text);
   return reply.body as { access_token: string; refresh_token: string } & Record<string, any>;

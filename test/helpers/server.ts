@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -76,13 +77,30 @@ export interface StartOptions {
   rateLimitNamespace?: string;
   /** Runs before the server listens: add test-only routes here. */
   beforeListen?: (app: FastifyInstance) => void | Promise<void>;
+  /**
+   * BASE_URL is the server's own address (http://127.0.0.1:PORT) instead of https://TEST_HOST,
+   * so a client configured by discovery alone reaches every endpoint it reads there.
+   */
+  baseUrlIsOwnAddress?: boolean;
+  /** Time between background purges of expired rows. */
+  purgeIntervalMs?: number;
+}
+
+/** A port nothing listens on right now (the system's choice). */
+async function freePort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve, reject) => probe.once('error', reject).listen(0, '127.0.0.1', resolve));
+  const address = probe.address();
+  await new Promise((resolve) => probe.close(resolve));
+  return typeof address === 'object' && address ? address.port : 0;
 }
 
 export async function startServer(options: StartOptions = {}): Promise<TestServer> {
   const ownDatabase = options.database === undefined;
   const database = options.database ?? (await freshDatabase());
+  const port = options.baseUrlIsOwnAddress ? await freePort() : 0;
   const config = loadConfig({
-    BASE_URL: `https://${TEST_HOST}`,
+    BASE_URL: port ? `http://127.0.0.1:${port}` : `https://${TEST_HOST}`,
     LOG_LEVEL: 'info',
     RATE_LIMIT_V1: '0',
     RATE_LIMIT_V4: '0',
@@ -100,9 +118,10 @@ export async function startServer(options: StartOptions = {}): Promise<TestServe
     config,
     logStream,
     rateLimitNamespace: options.rateLimitNamespace ?? `test:${randomBytes(6).toString('hex')}:`,
+    purgeIntervalMs: options.purgeIntervalMs,
   });
   await options.beforeListen?.(app);
-  await app.listen({ port: 0, host: '127.0.0.1' });
+  await app.listen({ port, host: '127.0.0.1' });
   const address = app.server.address();
   const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
   return {
@@ -136,4 +155,19 @@ export async function send(baseUrl: string, method: string, path: string, option
     parsed = undefined;
   }
   return { status: response.status, headers: response.headers, text, body: parsed };
+}
+
+/**
+ * Resolves once the server's Redis client is connected. Polled rather than once(redis, 'ready'):
+ * that rejects on any 'error' event meanwhile, and on a busy machine the client's ready check can
+ * time out (an error) before it connects after all.
+ */
+export async function redisReady(server: TestServer, timeoutMs = 10_000): Promise<void> {
+  const redis = server.app.redis;
+  if (!redis) throw new Error('the server has no Redis client (REDIS_URL unset)');
+  const deadline = Date.now() + timeoutMs;
+  while (redis.status !== 'ready') {
+    if (Date.now() > deadline) throw new Error(`Redis is not ready after ${timeoutMs} ms (${redis.status})`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
 }

@@ -446,7 +446,7 @@ describe('rules for writing engrams', () => {
     await assertAbsent(server, input.path);
   });
 
-  test("publishing to another user's confirmed mod, or to a mod nobody registered, is 403 and writes nothing", async () => {
+  test("publishing to another user's confirmed mod is 403, to a mod nobody registered 404; both write nothing", async () => {
     const { server } = context;
     const alice = await ownerWithMod(server);
     const bob = await ownerWithMod(server);
@@ -459,7 +459,9 @@ describe('rules for writing engrams', () => {
 
     const nobodys = engramFor(publishMod(workshop));
     const orphan = await post(server, bob.user, nobodys);
-    assert.equal(orphan.status, 403, orphan.text);
+    assert.equal(orphan.status, 404, orphan.text);
+    assert.equal(orphan.body.code, 'notFound');
+    assert.equal(orphan.body.details.path, nobodys.path);
     await assertAbsent(server, nobodys.path);
   });
 

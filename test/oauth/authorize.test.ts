@@ -46,7 +46,7 @@ function assertJsonError(reply: Reply, error: string) {
   assert.ok(reply.body.error_description.length > 0);
 }
 
-/** A 302 back to `redirectUri` with `error` (and `state` when given), never with a code. */
+/** A 302 back to `redirectUri` with `error` (and `state` when given) and `iss` (RFC 9207), never with a code. */
 function assertErrorRedirect(reply: Reply, error: string, state: string | null, redirectUri = REDIRECT_URI) {
   assert.equal(reply.status, 302, reply.text);
   assert.equal(reply.headers.get('cache-control'), 'no-store');
@@ -55,6 +55,7 @@ function assertErrorRedirect(reply: Reply, error: string, state: string | null, 
   assert.equal(location.searchParams.get('error'), error);
   assert.ok((location.searchParams.get('error_description') ?? '').length > 0);
   assert.equal(location.searchParams.get('state'), state);
+  assert.equal(location.searchParams.get('iss'), `https://${TEST_HOST}`);
   assert.equal(location.searchParams.get('code'), null);
   return location;
 }
@@ -130,7 +131,7 @@ describe('GET /v4/login', () => {
       ['the registered URI with a trailing slash', `${REDIRECT_URI}/`],
       ['the registered URI with a query added', `${REDIRECT_URI}?next=1`],
       ['the registered URI with a fragment', `${REDIRECT_URI}#frag`],
-      ['another port', 'http://127.0.0.1:10/callback'],
+      ['a loopback IP literal with a port but another path', 'http://127.0.0.1:10/callbac'],
       ['another host', 'http://localhost:9/callback'],
       ['another case in the path', 'http://127.0.0.1:9/Callback'],
       ['https instead of http', 'https://127.0.0.1:9/callback'],
@@ -261,15 +262,16 @@ describe('GET /v4/login', () => {
   });
 
   describe('the decision at consent', () => {
-    test('approve redirects to redirect_uri with a code and the state', async () => {
+    test('approve redirects to redirect_uri with a code, the state and the issuer', async () => {
       const back = await authorize(server, { clientId: app.clientId, challenge: CHALLENGE, username: account.username, password: account.password });
       assert.equal(back.origin + back.pathname, REDIRECT_URI);
       assert.match(back.searchParams.get('code')!, /^[A-Za-z0-9_-]{43}$/);
       assert.equal(back.searchParams.get('state'), 'st4te');
+      assert.equal(back.searchParams.get('iss'), `https://${TEST_HOST}`);
       assert.equal(back.searchParams.get('error'), null);
     });
 
-    test('deny redirects with access_denied and the state, without a code, and ends the login page', async () => {
+    test('deny redirects with access_denied, the state and the issuer, without a code, and ends the login page', async () => {
       const browser = new FormClient(server);
       const reply = await server.request('GET', `/v4/login?${query({ state: 'deny-state' })}&no_redirect=true`);
       const page = new URL(reply.body.login_url).pathname;
@@ -282,6 +284,7 @@ describe('GET /v4/login', () => {
       assert.equal(back.origin + back.pathname, REDIRECT_URI);
       assert.equal(back.searchParams.get('error'), 'access_denied');
       assert.equal(back.searchParams.get('state'), 'deny-state');
+      assert.equal(back.searchParams.get('iss'), `https://${TEST_HOST}`);
       assert.equal(back.searchParams.get('code'), null);
       // The interaction is over: its page is now the expired page.
       assert.equal((await browser.fetch(page)).status, 404);

@@ -238,3 +238,46 @@ describe('v4 rate limit (RATE_LIMIT_V4) per user and application', () => {
     assert.ok(refused.headers.get('retry-after'));
   });
 });
+
+describe('guessed bearer tokens count against the v4 limit of their address', () => {
+  const LIMIT = 3;
+  let database: TestDatabase;
+  let issuer: TestServer;
+  let limited: TestServer;
+  before(async () => {
+    database = await freshDatabase();
+    issuer = await startServer({ database });
+    limited = await startServer({ database, env: { RATE_LIMIT_V4: String(LIMIT), TRUST_PROXY: 'true' } });
+  });
+  after(async () => {
+    await limited?.close();
+    await issuer?.close();
+    await database?.drop();
+  });
+
+  const from = (address: string, headers: Record<string, string> = {}) => ({ headers: { 'x-forwarded-for': address, ...headers } });
+  const invented = () => bearer(`invented-${Math.random().toString(36).slice(2)}`);
+
+  test('each invented token is counted: after the limit they are 429, not 401', async () => {
+    for (let i = 1; i <= LIMIT; i++) {
+      const reply = await limited.request('GET', '/v4/user', from('203.0.113.10', invented()));
+      assertInvalidToken(reply);
+      assert.equal(reply.headers.get('x-ratelimit-remaining'), String(LIMIT - i), 'the refused token was counted');
+    }
+    assertError(await limited.request('GET', '/v4/user', from('203.0.113.10', invented())), 429, 'tooManyRequests');
+    // A malformed Authorization header and X-Service-Token are refused the same way.
+    assertError(await limited.request('GET', '/v4/user', from('203.0.113.10', { authorization: 'Basic Zm9vOmJhcg==' })), 429, 'tooManyRequests');
+    assertError(await limited.request('GET', '/v4/projects', from('203.0.113.10', { 'x-service-token': 'guess' })), 429, 'tooManyRequests');
+    // Another address still gets the 401.
+    assertInvalidToken(await limited.request('GET', '/v4/user', from('203.0.113.11', invented())));
+  });
+
+  test('an address over its limit without tokens is refused for invented tokens too, while a real token goes on', async () => {
+    for (let i = 0; i < LIMIT; i++) assert.equal((await limited.request('GET', '/v4/user', from('203.0.113.20'))).status, 401);
+    const guessed = await limited.request('POST', '/v4/projects', from('203.0.113.20', { ...invented(), 'content-type': 'application/json' }));
+    assertError(guessed, 429, 'tooManyRequests');
+    const { tokens } = await signedInTokens(issuer);
+    const real = await limited.request('GET', '/v4/user', from('203.0.113.20', bearer(tokens.access_token)));
+    assert.equal(real.status, 200, 'a valid token is counted for its user and application, not the address');
+  });
+});

@@ -3,9 +3,10 @@
  * the failure limits, CSRF, the security headers and the session cookie.
  */
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { FormClient, REDIRECT_URI, newAccount, newApp, pkcePair, startLogin } from '../helpers/oauth.ts';
-import { startServer, type TestServer } from '../helpers/server.ts';
+import { freshDatabase, redisReady, startServer, type TestDatabase, type TestServer } from '../helpers/server.ts';
 
 type Page = Awaited<ReturnType<FormClient['fetch']>>;
 
@@ -83,6 +84,15 @@ describe('sign-in form', () => {
     assert.equal(reply.status, 401);
     assert.match(reply.text, /role="alert">Wrong username or password\.</);
     assert.equal(setCookie(reply, 'sid'), undefined);
+  });
+
+  test('a username or password holding a NUL byte is refused as malformed input (400), not a server error', async () => {
+    const page = await loginPage(server);
+    for (const username of ['nul\u0000user', 'nul\u0000user@example.com']) {
+      const reply = await signIn(new FormClient(server), page, username, 'pass\u0000word');
+      assert.equal(reply.status, 400, reply.text);
+      assert.equal(setCookie(reply, 'sid'), undefined);
+    }
   });
 
   test('the right password signs in (303 back to the page) and the page becomes consent', async () => {
@@ -387,5 +397,233 @@ describe('cookies with an http BASE_URL', () => {
     assert.ok(sid.attrs.has('httponly'));
     assert.equal(sid.attrs.get('samesite'), 'Lax');
     assert.equal(sid.attrs.get('path'), '/');
+  });
+});
+
+/** Statuses of replies, counted: { 401: 10, 429: 30 }. */
+const tally = (replies: Array<{ status: number }>) => replies.reduce<Record<number, number>>((counts, { status }) => ({ ...counts, [status]: (counts[status] ?? 0) + 1 }), {});
+
+/** An address of TEST-NET-3 for request number `i` (X-Forwarded-For behind TRUST_PROXY). */
+const address = (i: number) => ({ 'x-forwarded-for': `203.0.113.${i % 250}` });
+
+describe('simultaneous wrong passwords are held to the limits (counted before the check)', () => {
+  let server: TestServer;
+  before(async () => {
+    server = await startServer({ env: { TRUST_PROXY: 'true' } });
+  });
+  after(() => server.close());
+
+  /** `count` sign-ins at once on one page; `fields(i)` and `headers(i)` vary them. */
+  async function burst(page: string, count: number, fields: (i: number) => Record<string, string>, headers: (i: number) => Record<string, string>) {
+    const browser = new FormClient(server);
+    const form = await browser.fetch(page);
+    return Promise.all(Array.from({ length: count }, (_, i) => browser.submitOn(form.text, fields(i), undefined, headers(i))));
+  }
+
+  test('40 wrong passwords for one account at once, from 40 addresses: 10 are checked (401), 30 refused (429)', async () => {
+    const account = await newAccount(server);
+    const page = await loginPage(server);
+    const replies = await burst(page, 40, (i) => ({ username: account.username, password: `wrong password ${i}` }), (i) => address(i));
+    assert.deepEqual(tally(replies), { 401: 10, 429: 30 });
+    const refused = await signIn(new FormClient(server), page, account.username, account.password);
+    assert.equal(refused.status, 429, 'the limit is used up: even the right password is refused');
+  });
+
+  test('80 wrong passwords from one address at once, each for another name: 30 are checked, 50 refused', async () => {
+    const account = await newAccount(server);
+    const page = await loginPage(server);
+    const from = { 'x-forwarded-for': '198.51.100.80' };
+    const replies = await burst(page, 80, (i) => ({ username: `nobody-${i}`, password: 'guessed password' }), () => from);
+    assert.deepEqual(tally(replies), { 401: 30, 429: 50 });
+    const browser = new FormClient(server);
+    const form = await browser.fetch(page);
+    assert.equal((await browser.submitOn(form.text, { username: account.username, password: account.password }, undefined, from)).status, 429);
+    assert.equal((await browser.submitOn(form.text, { username: account.username, password: account.password }, undefined, address(81))).status, 303, 'another address is not limited');
+  });
+
+  test('right passwords between wrong ones never use up the limits', async () => {
+    const account = await newAccount(server);
+    const page = await loginPage(server);
+    const from = { 'x-forwarded-for': '198.51.100.90' };
+    const attempt = async (password: string) => {
+      const browser = new FormClient(server);
+      const form = await browser.fetch(page);
+      return (await browser.submitOn(form.text, { username: account.username, password }, undefined, from)).status;
+    };
+    // 9 failures with 12 successes among them, all from one address, for one account.
+    const statuses: number[] = [];
+    for (let i = 0; i < 21; i++) statuses.push(await attempt(i % 7 < 4 ? account.password : `wrong ${i}`));
+    assert.deepEqual(statuses, Array.from({ length: 21 }, (_, i) => (i % 7 < 4 ? 303 : 401)));
+    assert.equal(await attempt('tenth wrong password'), 401, 'the 10th failure is still checked');
+    assert.equal(await attempt(account.password), 429, 'then the account is over its limit');
+  });
+
+  test('right passwords at once from one address all sign in, and none of them counts', async () => {
+    const account = await newAccount(server);
+    const page = await loginPage(server);
+    const from = { 'x-forwarded-for': '198.51.100.91' };
+    const replies = await burst(page, 8, () => ({ username: account.username, password: account.password }), () => from);
+    assert.deepEqual(tally(replies), { 303: 8 });
+    // And none of them counted: ten failures still answer 401.
+    const failures = await burst(page, 10, (i) => ({ username: account.username, password: `wrong ${i}` }), () => from);
+    assert.deepEqual(tally(failures), { 401: 10 });
+  });
+});
+
+describe('simultaneous wrong passwords on two instances sharing Redis', () => {
+  let database: TestDatabase;
+  const servers: TestServer[] = [];
+  before(async () => {
+    database = await freshDatabase();
+    const namespace = `test:${randomBytes(6).toString('hex')}:`;
+    for (let i = 0; i < 2; i++) servers.push(await startServer({ database, rateLimitNamespace: namespace, env: { REDIS_URL: 'redis://127.0.0.1:6379', TRUST_PROXY: 'true' } }));
+    await Promise.all(servers.map(redisReady));
+  });
+  after(async () => {
+    for (const server of servers) await server.close();
+    await database.drop();
+  });
+
+  test('40 wrong passwords for one account split over both: 10 are checked in all', async () => {
+    const account = await newAccount(servers[0]!);
+    const page = await loginPage(servers[0]!);
+    const replies = await Promise.all(servers.map(async (server, n) => {
+      const browser = new FormClient(server);
+      const form = await browser.fetch(page);
+      return Promise.all(Array.from({ length: 20 }, (_, i) => browser.submitOn(form.text, { username: account.username, password: `wrong ${n}-${i}` }, undefined, address(n * 20 + i))));
+    }));
+    assert.deepEqual(tally(replies.flat()), { 401: 10, 429: 30 });
+    for (const server of servers) assert.equal((await signIn(new FormClient(server), page, account.username, account.password)).status, 429);
+  });
+
+  test('a right password gives its count back in Redis too', async () => {
+    const account = await newAccount(servers[0]!);
+    const page = await loginPage(servers[0]!);
+    for (let i = 0; i < 9; i++) assert.equal((await signIn(new FormClient(servers[i % 2]!), page, account.username, `wrong ${i}`)).status, 401);
+    for (const server of servers) assert.equal((await signIn(new FormClient(server), page, account.username, account.password)).status, 303);
+    assert.equal((await signIn(new FormClient(servers[1]!), page, account.username, 'tenth wrong')).status, 401);
+    assert.equal((await signIn(new FormClient(servers[0]!), page, account.username, account.password)).status, 429);
+  });
+});
+
+describe('simultaneous wrong user codes on the device page', () => {
+  let server: TestServer;
+  before(async () => {
+    server = await startServer({ env: { TRUST_PROXY: 'true' } });
+  });
+  after(() => server.close());
+
+  async function deviceCode() {
+    const app = await newApp(server);
+    const started = await server.request('POST', '/v4/device', {
+      body: new URLSearchParams({ client_id: app.clientId, scope: 'common', code_challenge: pkcePair().challenge, code_challenge_method: 'S256' }).toString(),
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
+    assert.equal(started.status, 201, started.text);
+    return started.body.user_code as string;
+  }
+
+  test('20 wrong codes at once from one browser (20 addresses): 5 are looked up, 15 refused', async () => {
+    const userCode = await deviceCode();
+    const browser = new FormClient(server);
+    const form = await browser.fetch('/device');
+    const replies = await Promise.all(Array.from({ length: 20 }, (_, i) => browser.submitOn(form.text, { user_code: 'BBBB-BBBB' }, undefined, address(i))));
+    assert.deepEqual(tally(replies), { 400: 5, 429: 15 });
+    assert.equal((await browser.submitOn(form.text, { user_code: userCode }, undefined, address(21))).status, 429, 'the browser is over its limit');
+  });
+
+  test('valid codes between wrong ones never use up the limit', async () => {
+    const browser = new FormClient(server);
+    const form = await browser.fetch('/device');
+    const from = { 'x-forwarded-for': '198.51.100.5' };
+    const submit = (userCode: string) => browser.submitOn(form.text, { user_code: userCode }, undefined, from);
+    for (let i = 0; i < 4; i++) {
+      assert.equal((await submit('BBBB-BBBB')).status, 400);
+      assert.equal((await submit(await deviceCode())).status, 303);
+    }
+    assert.equal((await submit('BBBB-BBBB')).status, 400, 'the 5th wrong code is still looked up');
+    assert.equal((await submit(await deviceCode())).status, 429);
+  });
+});
+
+describe('consent is decided once', () => {
+  let server: TestServer;
+  before(async () => {
+    server = await startServer();
+  });
+  after(() => server.close());
+
+  /** A browser signed in at the consent page of a new interaction. */
+  async function atConsent(page?: string) {
+    const account = await newAccount(server);
+    const path = page ?? (await loginPage(server));
+    const browser = new FormClient(server);
+    assert.equal((await signIn(browser, path, account.username, account.password)).status, 303);
+    const consent = await browser.fetch(path);
+    assert.ok(isConsent(consent.text), consent.text);
+    return { browser, consent: consent.text };
+  }
+
+  test('simultaneous approve submits issue exactly one code; the others find the sign-in ended', async () => {
+    const app = await newApp(server);
+    const { verifier, challenge } = pkcePair();
+    const page = await startLogin(server, { client_id: app.clientId, code_challenge: challenge });
+    const { browser, consent } = await atConsent(page);
+    const replies = await Promise.all(Array.from({ length: 5 }, () => browser.submitOn(consent, { decision: 'approve' }, /consent$/)));
+    const issued = replies.filter((reply) => reply.status === 303);
+    assert.equal(issued.length, 1, replies.map((reply) => reply.status).join(' '));
+    for (const reply of replies.filter((r) => r.status !== 303)) {
+      assert.equal(reply.status, 404);
+      assert.match(reply.text, /This sign-in has expired/);
+    }
+    const codes = await server.app.database.db.selectFrom('authorization_codes').select('code_hash').where('client_id', '=', app.clientId).execute();
+    assert.equal(codes.length, 1, 'one code stored');
+    const code = new URL(issued[0]!.location!).searchParams.get('code')!;
+    const tokens = await server.request('POST', '/v4/login', {
+      body: new URLSearchParams({ grant_type: 'authorization_code', client_id: app.clientId, code, redirect_uri: REDIRECT_URI, code_verifier: verifier }).toString(),
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
+    assert.equal(tokens.status, 200, tokens.text);
+  });
+
+  test('approve and deny at once on a device sign-in: exactly one decides it', async () => {
+    const app = await newApp(server);
+    const started = await server.request('POST', '/v4/device', {
+      body: new URLSearchParams({ client_id: app.clientId, scope: 'common', code_challenge: pkcePair().challenge, code_challenge_method: 'S256' }).toString(),
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
+    assert.equal(started.status, 201, started.text);
+    const account = await newAccount(server);
+    const browser = new FormClient(server);
+    const entered = await browser.submit('/device', { user_code: started.body.user_code });
+    assert.equal(entered.status, 303, entered.text);
+    assert.equal((await signIn(browser, entered.location!, account.username, account.password)).status, 303);
+    const consent = await browser.fetch(entered.location!);
+    assert.ok(isConsent(consent.text), consent.text);
+    const replies = await Promise.all(['approve', 'deny', 'approve', 'deny'].map((decision) => browser.submitOn(consent.text, { decision }, /consent$/)));
+    const decided = replies.filter((reply) => reply.status === 200);
+    assert.equal(decided.length, 1, replies.map((reply) => reply.status).join(' '));
+    assert.deepEqual(replies.filter((reply) => reply.status !== 200).map((reply) => reply.status), [404, 404, 404]);
+    const row = await server.app.database.db.selectFrom('device_authorizations').select(['status', 'user_id']).where('device_code', '=', started.body.device_code).executeTakeFirstOrThrow();
+    assert.equal(row.status, /Device connected/.test(decided[0]!.text) ? 'approved' : 'denied');
+  });
+});
+
+describe('wrong passwords while Redis does not answer', () => {
+  let server: TestServer;
+  before(async () => {
+    server = await startServer({ env: { REDIS_URL: 'redis://127.0.0.1:1' } });
+  });
+  after(() => server.close());
+
+  test('are still limited, by this instance alone, and answered promptly', async () => {
+    const account = await newAccount(server);
+    const page = await loginPage(server);
+    for (let i = 1; i <= 10; i++) {
+      const startedAt = Date.now();
+      assert.equal((await signIn(new FormClient(server), page, account.username, `wrong ${i}`)).status, 401);
+      assert.ok(Date.now() - startedAt < 3_000, `attempt ${i} took ${Date.now() - startedAt} ms`);
+    }
+    assert.equal((await signIn(new FormClient(server), page, account.username, account.password)).status, 429);
   });
 });

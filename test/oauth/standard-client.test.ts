@@ -184,20 +184,23 @@ describe('authorization code flow with PKCE', () => {
     });
   }
 
-  test('validateAuthResponse needs no iss: the server does not advertise authorization_response_iss_parameter_supported', async () => {
+  test('every authorization response carries iss (RFC 9207), which validateAuthResponse checks when the metadata says so', async () => {
     const { client } = await registerClient('none');
     const account = await newAccount(server);
     const { url, state } = await authorizationRequest(client);
     const callback = await browserAuthorization(url, account);
-    assert.equal(callback.searchParams.get('iss'), null);
-    assert.equal(oauth.validateAuthResponse(as, client, callback, state).get('code'), callback.searchParams.get('code'));
-    // Only metadata claiming RFC 9207 support would make the missing iss an error.
+    assert.equal(callback.searchParams.get('iss'), ISSUER);
+    const strict = { ...as, authorization_response_iss_parameter_supported: true };
+    assert.equal(oauth.validateAuthResponse(strict, client, callback, state).get('code'), callback.searchParams.get('code'));
+    // A response from another issuer (a mix-up attack) is caught by the client.
+    const mixedUp = new URL(callback);
+    mixedUp.searchParams.set('iss', 'https://other-issuer.example');
     assert.throws(
-      () => oauth.validateAuthResponse({ ...as, authorization_response_iss_parameter_supported: true }, client, callback, state),
+      () => oauth.validateAuthResponse(strict, client, mixedUp, state),
       (error: unknown) => error instanceof oauth.OperationProcessingError && /"iss"/.test(error.message),
     );
     // A state that does not match is caught by the client.
-    assert.throws(() => oauth.validateAuthResponse(as, client, callback, oauth.generateRandomState()), oauth.OperationProcessingError);
+    assert.throws(() => oauth.validateAuthResponse(strict, client, callback, oauth.generateRandomState()), oauth.OperationProcessingError);
   });
 
   test('a denied consent comes back as an AuthorizationResponseError access_denied', async () => {
@@ -205,6 +208,7 @@ describe('authorization code flow with PKCE', () => {
     const account = await newAccount(server);
     const { url, state } = await authorizationRequest(client);
     const callback = await browserAuthorization(url, account, 'deny');
+    assert.equal(callback.searchParams.get('iss'), ISSUER);
     assert.throws(
       () => oauth.validateAuthResponse(as, client, callback, state),
       (error: unknown) => error instanceof oauth.AuthorizationResponseError && error.error === 'access_denied',

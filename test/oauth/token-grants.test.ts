@@ -191,6 +191,19 @@ describe('POST /v4/login', () => {
       assertOAuthError(await refresh(app, first.body.refresh_token), 'invalid_grant');
     });
 
+    test('exchanges of one code racing: one gets tokens, the others invalid_grant, and the tokens issued end up revoked', async () => {
+      for (const racers of [2, 2, 2, 4]) {
+        const { verifier, challenge } = pkcePair();
+        const code = await codeFor(app, challenge);
+        const replies = await Promise.all(Array.from({ length: racers }, () => exchange(app, code, verifier)));
+        const winners = replies.filter((reply) => reply.status === 200);
+        assert.equal(winners.length, 1, replies.map((reply) => reply.text).join('\n'));
+        for (const reply of replies) if (reply.status !== 200) assertOAuthError(reply, 'invalid_grant');
+        await assertTokenDead(winners[0]!.body.access_token);
+        assertOAuthError(await refresh(app, winners[0]!.body.refresh_token), 'invalid_grant');
+      }
+    });
+
     test('a replayed code revokes only its own session: other logins of the user keep working', async () => {
       const other = await tokensFor(app);
       const { verifier, challenge } = pkcePair();

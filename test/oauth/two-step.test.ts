@@ -3,10 +3,13 @@
  * and the login pages: code after the password, wrong codes, trusted devices.
  */
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
+import { setPassword, setTotpSecret } from '../../src/accounts/accounts.ts';
 import { isBase32Secret, newTotpSecret, totpCode, totpUri, verifyTotp } from '../../src/accounts/totp.ts';
 import { FormClient, REDIRECT_URI, newAccount, newApp, pkcePair, startLogin, tokenRequest } from '../helpers/oauth.ts';
-import { startServer, type TestServer } from '../helpers/server.ts';
+import { freshDatabase, startServer, type TestDatabase, type TestServer } from '../helpers/server.ts';
 
 /** RFC 6238 appendix B's SHA-1 seed, the ASCII bytes of "12345678901234567890", in base32. */
 const RFC_SECRET = Buffer.from('12345678901234567890', 'ascii');
@@ -88,11 +91,36 @@ const TRUST_BOX = /name="trust_device"/;
 
 /** A well-formed code that is not valid now, a step either side, or a step beyond. */
 function wrongCode(secret: string): string {
+  return wrongCodes(secret, 1)[0]!;
+}
+
+/** `count` different well-formed codes, none valid now, a step either side, or a step beyond. */
+function wrongCodes(secret: string, count: number): string[] {
   const near = new Set([-2, -1, 0, 1, 2].map((step) => totpCode(secret, Date.now() + step * STEP_MS)));
-  for (let candidate = 0; ; candidate++) {
+  const codes: string[] = [];
+  for (let candidate = 0; codes.length < count; candidate++) {
     const code = String(candidate).padStart(6, '0');
-    if (!near.has(code)) return code;
+    if (!near.has(code)) codes.push(code);
   }
+  return codes;
+}
+
+/** Waits for the next time step when this one ends within 10 s, so a test's codes stay valid. */
+async function awayFromStepEdge(): Promise<void> {
+  const left = STEP_MS - (Date.now() % STEP_MS);
+  if (left < 10_000) await new Promise((resolve) => setTimeout(resolve, left + 100));
+}
+
+/** Statuses of replies, counted: { 401: 10, 429: 5 }. */
+const tally = (replies: Array<{ status: number }>) => replies.reduce<Record<number, number>>((counts, { status }) => ({ ...counts, [status]: (counts[status] ?? 0) + 1 }), {});
+
+/** Runs the admin CLI against `databaseUrl`. */
+function admin(databaseUrl: string, ...args: string[]): Promise<{ code: number; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile('node_modules/.bin/tsx', ['src/cli/admin.ts', ...args], { env: { ...process.env, DATABASE_URL: databaseUrl }, timeout: 60_000 }, (error, _stdout, stderr) =>
+      resolve({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stderr }),
+    );
+  });
 }
 
 /** The sid cookie a response sets (undefined when none). */
@@ -221,32 +249,233 @@ describe('two-step verification on the login pages', () => {
   });
 });
 
-describe('wrong two-step codes are limited per IP', () => {
+describe('wrong two-step codes are limited per account and per IP', () => {
   const MAX = 10;
   let server: TestServer;
+  let app: Awaited<ReturnType<typeof newApp>>;
   before(async () => {
-    server = await startServer();
+    server = await startServer({ env: { TRUST_PROXY: 'true' } });
+    app = await newApp(server);
   });
   after(() => server.close());
 
-  test(`after ${MAX} wrong codes even the right code is refused with 429`, async () => {
-    const app = await newApp(server);
+  const twoStepAccount = async () => {
     const secret = newTotpSecret();
-    const account = await newAccount(server, { totpSecret: secret });
+    return { ...(await newAccount(server, { totpSecret: secret })), secret };
+  };
+
+  /** A new browser signed in with the password from `from`, at the code page. */
+  async function pending(account: { username: string; password: string }, from: Record<string, string>) {
+    const page = await startLogin(server, { client_id: app.clientId, code_challenge: pkcePair().challenge });
+    const browser = new FormClient(server);
+    const form = await browser.fetch(page);
+    const signedIn = await browser.submitOn(form.text, { username: account.username, password: account.password }, undefined, from);
+    assert.equal(signedIn.status, 303, signedIn.text);
+    const codePage = await browser.fetch(page);
+    assert.match(codePage.text, CODE_FORM);
+    return { browser, page, html: codePage.text };
+  }
+
+  const pendingSignIns = (userId: string) =>
+    server.app.database.db.selectFrom('web_sessions').select('session_hash').where('user_id', '=', userId).where('mfa_pending', '=', 1).execute();
+
+  test(`after ${MAX} wrong codes even the right code is refused with 429, and the pending sign-in ends`, async () => {
+    const account = await twoStepAccount();
+    const from = { 'x-forwarded-for': '198.51.100.1' };
+    const { browser, page, html } = await pending(account, from);
+    let current = html;
+    for (let i = 1; i <= MAX; i++) {
+      const reply = await browser.submitOn(current, { code: wrongCode(account.secret) }, undefined, from);
+      assert.equal(reply.status, 401, `attempt ${i}: ${reply.text}`);
+      current = reply.text;
+    }
+    const refused = await browser.submitOn(current, { code: totpCode(account.secret) }, undefined, from);
+    assert.equal(refused.status, 429, refused.text);
+    assert.match(refused.text, /Too many wrong codes\. Sign in again in 15 minute\(s\)\./);
+    assert.match(refused.text, /name="password"/, 'the sign-in form: the pending sign-in has ended');
+    const retryAfter = Number(refused.headers.get('retry-after'));
+    assert.ok(retryAfter > 14 * 60 && retryAfter <= 15 * 60, `Retry-After ${retryAfter}`);
+    assert.match((await browser.fetch(page)).text, /name="password"/, 'not signed in, not waiting for a code');
+    assert.deepEqual(await pendingSignIns(account.userId), []);
+  });
+
+  test('100 wrong codes from 12 addresses are held to the account limit: 10 are checked, the pending sign-in ends, and the right code then signs nobody in', async () => {
+    const account = await twoStepAccount();
+    const { browser, page, html } = await pending(account, { 'x-forwarded-for': '198.51.100.2' });
+    const codes = wrongCodes(account.secret, 100);
+    const replies: Array<{ status: number }> = [];
+    // Four bursts of 25 simultaneous codes, the addresses taking turns.
+    for (let batch = 0; batch < 4; batch++) {
+      replies.push(...(await Promise.all(codes.slice(batch * 25, batch * 25 + 25).map((code, i) =>
+        browser.submitOn(html, { code }, undefined, { 'x-forwarded-for': `203.0.113.${(batch * 25 + i) % 12}` })))));
+    }
+    const statuses = tally(replies);
+    assert.equal(statuses[401], MAX, JSON.stringify(statuses));
+    assert.equal((statuses[429] ?? 0) + (statuses[303] ?? 0) + MAX, 100, JSON.stringify(statuses));
+    assert.ok((statuses[429] ?? 0) >= 1, 'an attempt past the limit is refused');
+    assert.deepEqual(await pendingSignIns(account.userId), [], 'the pending sign-in has ended');
+
+    // The right code now, from a 13th address: the browser is no longer waiting for a code.
+    const late = await browser.submitOn(html, { code: totpCode(account.secret) }, undefined, { 'x-forwarded-for': '203.0.113.99' });
+    assert.equal(late.status, 303, 'no sign-in waits for a code: back to the page');
+    assert.equal(late.location, page);
+    assert.match((await browser.fetch(page)).text, /name="password"/, 'signed out');
+    // Signing in with the password again does not reopen the code: the account is over its limit.
+    const again = await pending(account, { 'x-forwarded-for': '203.0.113.100' });
+    const refused = await again.browser.submitOn(again.html, { code: totpCode(account.secret) }, undefined, { 'x-forwarded-for': '203.0.113.101' });
+    assert.equal(refused.status, 429, refused.text);
+    assert.match((await again.browser.fetch(again.page)).text, /name="password"/);
+  });
+
+  test(`an address past ${MAX} wrong codes is refused for every account, without ending their sign-ins`, async () => {
+    const first = await twoStepAccount();
+    const second = await twoStepAccount();
+    const from = { 'x-forwarded-for': '198.51.100.3' };
+    const a = await pending(first, from);
+    const b = await pending(second, from);
+    for (let i = 0; i < MAX / 2; i++) {
+      assert.equal((await a.browser.submitOn(a.html, { code: wrongCode(first.secret) }, undefined, from)).status, 401);
+      assert.equal((await b.browser.submitOn(b.html, { code: wrongCode(second.secret) }, undefined, from)).status, 401);
+    }
+    const refused = await b.browser.submitOn(b.html, { code: totpCode(second.secret) }, undefined, from);
+    assert.equal(refused.status, 429, refused.text);
+    assert.match(refused.text, /Too many wrong codes\. Try again in 15 minute\(s\)\./);
+    assert.match(refused.text, CODE_FORM, 'still waiting for the code');
+    // From another address the same browser's right code goes through.
+    const accepted = await b.browser.submitOn(b.html, { code: totpCode(second.secret) }, undefined, { 'x-forwarded-for': '198.51.100.4' });
+    assert.equal(accepted.status, 303, accepted.text);
+    assert.match((await b.browser.fetch(b.page)).text, CONSENT);
+  });
+
+  test('right codes never use up the limit: 9 wrong, 1 right, then the 10th wrong is still checked', async () => {
+    await awayFromStepEdge();
+    const account = await twoStepAccount();
+    const from = { 'x-forwarded-for': '198.51.100.5' };
+    const first = await pending(account, from);
+    for (let i = 0; i < MAX - 1; i++) assert.equal((await first.browser.submitOn(first.html, { code: wrongCode(account.secret) }, undefined, from)).status, 401);
+    assert.equal((await first.browser.submitOn(first.html, { code: totpCode(account.secret) }, undefined, from)).status, 303);
+    const second = await pending(account, from);
+    assert.equal((await second.browser.submitOn(second.html, { code: wrongCode(account.secret) }, undefined, from)).status, 401);
+    assert.equal((await second.browser.submitOn(second.html, { code: wrongCode(account.secret) }, undefined, from)).status, 429);
+  });
+});
+
+describe('a two-step code is accepted once (RFC 6238 §5.2)', () => {
+  let server: TestServer;
+  let app: Awaited<ReturnType<typeof newApp>>;
+  before(async () => {
+    server = await startServer();
+    app = await newApp(server);
+  });
+  after(() => server.close());
+
+  async function pending(account: { username: string; password: string }) {
     const page = await startLogin(server, { client_id: app.clientId, code_challenge: pkcePair().challenge });
     const browser = new FormClient(server);
     assert.equal((await browser.submit(page, { username: account.username, password: account.password })).status, 303);
-    let html = (await browser.fetch(page)).text;
-    for (let i = 1; i <= MAX; i++) {
-      const reply = await browser.submitOn(html, { code: wrongCode(secret) });
-      assert.equal(reply.status, 401, `attempt ${i}: ${reply.text}`);
-      html = reply.text;
-    }
-    const refused = await browser.submitOn(html, { code: totpCode(secret) });
-    assert.equal(refused.status, 429, refused.text);
-    assert.match(refused.text, /Too many wrong codes\. Try again in 15 minute\(s\)\./);
-    const retryAfter = Number(refused.headers.get('retry-after'));
-    assert.ok(retryAfter > 14 * 60 && retryAfter <= 15 * 60, `Retry-After ${retryAfter}`);
-    assert.match((await browser.fetch(page)).text, CODE_FORM, 'not signed in');
+    const html = (await browser.fetch(page)).text;
+    assert.match(html, CODE_FORM);
+    return { browser, html, submit: (code: string) => browser.submitOn(html, { code }) };
+  }
+
+  test('a code used once is refused in another sign-in; only a later step is accepted', async () => {
+    await awayFromStepEdge();
+    const secret = newTotpSecret();
+    const account = await newAccount(server, { totpSecret: secret });
+    const now = Date.now();
+    const [previous, current, next] = [-1, 0, 1].map((step) => totpCode(secret, now + step * STEP_MS)) as [string, string, string];
+
+    assert.equal((await (await pending(account)).submit(current)).status, 303, 'the current code signs in');
+    const replay = await (await pending(account)).submit(current);
+    assert.equal(replay.status, 401, replay.text);
+    assert.match(replay.text, /That code was used already/);
+    const second = await pending(account);
+    assert.equal((await second.submit(previous)).status, 401, 'an earlier step than the last accepted one is refused');
+    assert.equal((await second.submit(next)).status, 303, 'the next step is accepted');
+    assert.equal((await (await pending(account)).submit(next)).status, 401, 'and then used up too');
+  });
+
+  test('two sign-ins submitting the same code at once: exactly one is accepted', async () => {
+    await awayFromStepEdge();
+    const secret = newTotpSecret();
+    const account = await newAccount(server, { totpSecret: secret });
+    const browsers = await Promise.all(Array.from({ length: 6 }, () => pending(account)));
+    const code = totpCode(secret);
+    const replies = await Promise.all(browsers.map((browser) => browser.submit(code)));
+    assert.deepEqual(tally(replies), { 303: 1, 401: 5 });
+  });
+});
+
+describe('trusted devices end', () => {
+  let database: TestDatabase;
+  let server: TestServer;
+  let app: Awaited<ReturnType<typeof newApp>>;
+  before(async () => {
+    database = await freshDatabase();
+    server = await startServer({ database });
+    app = await newApp(server);
+  });
+  after(async () => {
+    await server.close();
+    await database.drop();
+  });
+
+  /** A two-step account that trusted `device` at a sign-in. */
+  async function trustedAccount(device: string) {
+    const secret = newTotpSecret();
+    const account = { ...(await newAccount(server, { totpSecret: secret })), secret };
+    const first = await afterPassword(account, device);
+    assert.match(first.next.text, CODE_FORM);
+    assert.equal((await first.browser.submitOn(first.next.text, { code: totpCode(secret), trust_device: 'yes' })).status, 303);
+    assert.match((await afterPassword(account, device)).next.text, CONSENT, 'trusted: no code asked');
+    return account;
+  }
+
+  async function afterPassword(account: { username: string; password: string }, deviceId: string) {
+    const page = await startLogin(server, { client_id: app.clientId, code_challenge: pkcePair().challenge, device_id: deviceId });
+    const browser = new FormClient(server);
+    const signedIn = await browser.submit(page, { username: account.username, password: account.password });
+    assert.equal(signedIn.status, 303, signedIn.text);
+    return { browser, next: await browser.fetch(page) };
+  }
+
+  /** Moves the trust of the user's devices `ageMs` into the past. */
+  const ageTrust = (userId: string, ageMs: number) =>
+    server.app.database.db.updateTable('trusted_devices').set({ created_at: Date.now() - ageMs }).where('user_id', '=', userId).execute();
+
+  const DAY_MS = 24 * 60 * 60 * 1000;
+
+  test('after 30 days', async () => {
+    const device = `device-${randomBytes(6).toString('hex')}`;
+    const account = await trustedAccount(device);
+    await ageTrust(account.userId, 29 * DAY_MS);
+    assert.match((await afterPassword(account, device)).next.text, CONSENT, 'still trusted on day 29');
+    await ageTrust(account.userId, 30 * DAY_MS + 60_000);
+    assert.match((await afterPassword(account, device)).next.text, CODE_FORM, 'asked for the code again after 30 days');
+  });
+
+  test('when the password changes (admin user set-password), for that user only', async () => {
+    const device = `device-${randomBytes(6).toString('hex')}`;
+    const account = await trustedAccount(device);
+    const other = await trustedAccount(device);
+    const run = await admin(database.url, 'user', 'set-password', account.username, '--password', 'a new password here');
+    assert.equal(run.code, 0, run.stderr);
+    assert.match((await afterPassword({ ...account, password: 'a new password here' }, device)).next.text, CODE_FORM);
+    assert.match((await afterPassword(other, device)).next.text, CONSENT, "another user's trust stays");
+  });
+
+  test('when the two-step secret changes (admin user totp), or through the service', async () => {
+    const device = `device-${randomBytes(6).toString('hex')}`;
+    const byCli = await trustedAccount(device);
+    const run = await admin(database.url, 'user', 'totp', byCli.username, '--secret', newTotpSecret());
+    assert.equal(run.code, 0, run.stderr);
+    assert.match((await afterPassword(byCli, device)).next.text, CODE_FORM);
+
+    const byService = await trustedAccount(device);
+    assert.equal(await setTotpSecret(server.app.database.db, byService.userId, newTotpSecret()), true);
+    assert.match((await afterPassword(byService, device)).next.text, CODE_FORM);
+    const byPassword = await trustedAccount(device);
+    assert.equal(await setPassword(server.app.database.db, byPassword.userId, 'another new password'), true);
+    assert.match((await afterPassword({ ...byPassword, password: 'another new password' }, device)).next.text, CODE_FORM);
   });
 });

@@ -153,10 +153,56 @@ describe('the OpenAPI document', () => {
     }
   });
 
-  test('documents v4 only: no v1 path, and neither the document nor the viewer lists itself', () => {
+  test('documents the standard OAuth endpoints: discovery, revocation and introspection, with their error bodies', () => {
+    const discovery = responseSchema('/.well-known/oauth-authorization-server', 'get', '200');
+    for (const field of ['issuer', 'revocation_endpoint', 'introspection_endpoint', 'scopes_supported', 'authorization_response_iss_parameter_supported']) {
+      assert.ok(discovery.properties[field], field);
+    }
+    for (const path of ['/v4/revoke', '/v4/introspect']) {
+      const post = doc.paths[path]?.post;
+      assert.ok(post, `${path} is missing`);
+      const body = post.requestBody.content['application/x-www-form-urlencoded'].schema;
+      assert.ok(body.properties.token && body.properties.token_type_hint && body.properties.client_id, path);
+      assert.deepEqual(Object.keys(post.responses).sort(), ['200', '400', '401'], path);
+      assert.deepEqual(Object.keys(post.responses['401'].content['application/json'].schema.properties).sort(), ['error', 'error_description'], path);
+    }
+    const introspection = responseSchema('/v4/introspect', 'post', '200');
+    assert.deepEqual(Object.keys(introspection.properties).sort(), ['active', 'client_id', 'exp', 'iat', 'scope', 'sub', 'token_type', 'username']);
+    assert.deepEqual(introspection.required, ['active']);
+  });
+
+  test('documents v4, v1 and the OAuth discovery document, and neither the document nor the viewer lists itself', () => {
     const paths = Object.keys(doc.paths);
-    assert.ok(paths.every((path) => path.startsWith('/v4/')), paths.join(' '));
+    assert.ok(paths.every((path) => path.startsWith('/v4/') || path.startsWith('/v1/') || path === '/.well-known/oauth-authorization-server'), paths.join(' '));
+    for (const path of ['/v1/user.php/{ids}', '/v1/mod.php', '/v1/engram.php', '/v1/document.php/{ids}']) assert.ok(paths.includes(path), path);
     assert.ok(!paths.some((path) => path.startsWith('/v4/docs') || path === '/v4/openapi.json'), paths.join(' '));
+  });
+
+  test('every operation has a unique operationId, tags, its security and a documented 4xx answer in the error shape', () => {
+    const ids = new Set<string>();
+    const schemes = Object.keys(doc.components.securitySchemes);
+    assert.deepEqual(schemes.sort(), ['bearer', 'clientSecretBasic', 'v1Signature']);
+    assert.match(doc.components.securitySchemes.v1Signature.description, /signature/);
+    for (const [path, operations] of Object.entries<any>(doc.paths)) {
+      for (const [method, operation] of Object.entries<any>(operations)) {
+        const where = `${method} ${path}`;
+        assert.ok(operation.operationId && !ids.has(operation.operationId), `${where}: operationId ${operation.operationId}`);
+        ids.add(operation.operationId);
+        assert.ok(operation.tags?.length > 0, where);
+        assert.ok(Array.isArray(operation.security), `${where} declares no security`);
+        for (const requirement of operation.security) for (const scheme of Object.keys(requirement)) assert.ok(schemes.includes(scheme), `${where}: ${scheme}`);
+        const errors = Object.keys(operation.responses).filter((status) => status.startsWith('4'));
+        assert.ok(errors.length > 0, `${where} documents no 4xx answer`);
+        // The OAuth endpoints answer RFC 6749 error bodies.
+        if (['/v4/login', '/v4/device', '/v4/revoke', '/v4/introspect', '/.well-known/oauth-authorization-server'].includes(path)) continue;
+        for (const status of errors) {
+          const schema = operation.responses[status].content['application/json'].schema;
+          assert.deepEqual(schema.required, ['code', 'message'], `${where} ${status}`);
+        }
+      }
+    }
+    assert.deepEqual(doc.paths['/v1/mod.php'].get.security, [{ v1Signature: [] }]);
+    assert.deepEqual(doc.paths['/v1/engram.php'].get.security, []);
   });
 
   test('the instance schemas name the DESIGN fields of each class', () => {
@@ -215,8 +261,8 @@ describe('the OpenAPI document', () => {
     assert.deepEqual(bulkDelete.items.required, ['projectId']);
     const result = responseSchema('/v4/projects', 'post', '200');
     assert.deepEqual([...result.required].sort(), ['created', 'updated']);
-    assert.deepEqual(Object.keys(doc.paths['/v4/projects/{id}'].put.responses).sort(), ['200', '201']);
-    assert.deepEqual(Object.keys(doc.paths['/v4/projects/{id}'].delete.responses), ['204']);
+    assert.deepEqual(Object.keys(doc.paths['/v4/projects/{id}'].put.responses).sort(), ['200', '201', '400', '401', '403', '404', '429']);
+    assert.deepEqual(Object.keys(doc.paths['/v4/projects/{id}'].delete.responses).sort(), ['204', '401', '403', '404', '429']);
   });
 });
 
@@ -244,6 +290,7 @@ describe('the documented schemas describe real answers', () => {
     assert.ok('privateKey' in me.body);
     check('/v4/user', 'get', '200', me.body);
     check('/v4/users', 'get', '200', (await client.call('GET', '/v4/users')).body);
+    check('/.well-known/oauth-authorization-server', 'get', '200', (await server.request('GET', '/.well-known/oauth-authorization-server')).body);
   });
 });
 

@@ -6,6 +6,7 @@ import { requireSignature } from '../authenticate.ts';
 import { readJsonBody, readTextList, splitList } from '../body.ts';
 import { splitJsonArray } from './json-elements.ts';
 import { deleteDocuments, documentExists, downloadDocument, DocumentRuleError, findDocuments, listDocuments, saveDocuments, type DocumentRow, type DocumentWrite, type ListOptions } from './store.ts';
+import { v1Docs } from '../openapi.ts';
 
 interface IdParams {
   ids: string;
@@ -160,7 +161,7 @@ function documentIdsFrom(list: string[]): string[] {
 }
 
 /** A store rule error as the API error; `posted` describes the POST's elements (for details). */
-function toApiError(error: unknown, posted?: { identifiers: unknown[]; isArray: boolean }): unknown {
+function documentRuleErrorToApiError(error: unknown, posted?: { identifiers: unknown[]; isArray: boolean }): unknown {
   if (!(error instanceof DocumentRuleError)) return error;
   if (error.kind === 'noSuchUser') return forbidden(error.message);
   const details = posted
@@ -175,7 +176,7 @@ export async function documentRoutes(v1: FastifyInstance): Promise<void> {
   const db = () => v1.database.db;
 
   // Declared before the GET, so Fastify does not add its own HEAD for this path.
-  v1.head<{ Params: IdParams }>('/document.php/:ids', async (request, reply) => {
+  v1.head<{ Params: IdParams }>('/document.php/:ids', { schema: v1Docs.documentExists }, async (request, reply) => {
     const raw = request.params.ids;
     if (raw.includes(',') || !isUuid(raw.trim())) {
       throw new ApiError(405, 'HEAD checks one document: give a single document UUID (GET answers a list of ids)', {
@@ -186,12 +187,12 @@ export async function documentRoutes(v1: FastifyInstance): Promise<void> {
     return reply.code(200).send();
   });
 
-  v1.get<{ Querystring: Query }>('/document.php', async (request) => {
+  v1.get<{ Querystring: Query }>('/document.php', { schema: v1Docs.listDocuments }, async (request) => {
     const rows = await listDocuments(db(), parseListQuery(request.query));
     return rows.map((row) => documentMetadata(config, row));
   });
 
-  v1.get<{ Params: IdParams; Querystring: Query }>('/document.php/:ids', { exposeHeadRoute: false }, async (request, reply) => {
+  v1.get<{ Params: IdParams; Querystring: Query }>('/document.php/:ids', { exposeHeadRoute: false, schema: v1Docs.getDocuments }, async (request, reply) => {
     rejectUnknownParameters(request.query, ['simple']);
     const raw = request.params.ids;
     const ids = [...new Set(splitList(raw).map(normalizeUuid))];
@@ -223,10 +224,10 @@ export async function documentRoutes(v1: FastifyInstance): Promise<void> {
       .send(Buffer.from(document.content, 'utf8'));
   });
 
-  v1.post('/document.php', { preHandler: requireSignature }, async (request) => {
+  v1.post('/document.php', { preHandler: requireSignature, schema: v1Docs.saveDocuments }, async (request) => {
     const posted = readDocuments(request);
     const rows = await saveDocuments(db(), request.signedBy!, posted.documents).catch((error) => {
-      throw toApiError(error, posted);
+      throw documentRuleErrorToApiError(error, posted);
     });
     const metadata = rows.map((row) => documentMetadata(config, row));
     return posted.isArray ? metadata : metadata[0];
@@ -234,12 +235,12 @@ export async function documentRoutes(v1: FastifyInstance): Promise<void> {
 
   const remove = async (request: FastifyRequest, documentIds: string[]) => {
     await deleteDocuments(db(), request.signedBy!, documentIds).catch((error) => {
-      throw toApiError(error);
+      throw documentRuleErrorToApiError(error);
     });
     return { deleted: documentIds };
   };
-  v1.delete<{ Params: IdParams }>('/document.php/:ids', { preHandler: requireSignature }, (request) =>
+  v1.delete<{ Params: IdParams }>('/document.php/:ids', { preHandler: requireSignature, schema: v1Docs.deleteDocumentsInPath }, (request) =>
     remove(request, documentIdsFrom(splitList(request.params.ids))),
   );
-  v1.delete('/document.php', { preHandler: requireSignature }, (request) => remove(request, documentIdsFrom(readTextList(request))));
+  v1.delete('/document.php', { preHandler: requireSignature, schema: v1Docs.deleteDocuments }, (request) => remove(request, documentIdsFrom(readTextList(request))));
 }

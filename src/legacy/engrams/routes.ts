@@ -1,47 +1,26 @@
-import { Readable } from 'node:stream';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Config } from '../../config.ts';
 import { badRequest, forbidden, notFound } from '../../http/errors.ts';
 import { requireSignature } from '../authenticate.ts';
 import { readJsonBody, readTextList, splitList } from '../body.ts';
-import { parseModId } from '../mods/routes.ts';
-import { deleteEngrams, EngramRuleError, findEngrams, isEngramUid, saveEngrams, streamEngrams, type EngramRow, type EngramWrite } from './store.ts';
+import { modIdProblem, parseModId } from '../mods/mod-id.ts';
+import { deleteEngrams, EngramRuleError, findEngrams, isEngramUid, saveEngrams, type EngramRow, type EngramWrite } from './store.ts';
+import { v1Docs } from '../openapi.ts';
+import { ALL_BITS, ENVIRONMENTS, engramJson } from './structure.ts';
+import { EngramLists } from './lists.ts';
+import { chooseEncoding, noneMatchHits } from '../../http/conditional.ts';
 
-/** Availability bits of the game's maps. */
-const ENVIRONMENTS = { Island: 1, Scorched: 2, Center: 4, Ragnarok: 8, Abberation: 16 } as const;
-const ALL_BITS = 31;
 const MAX_ENGRAMS_PER_REQUEST = 5_000;
-
-export function environmentNames(availability: number): string[] {
-  return Object.entries(ENVIRONMENTS)
-    .filter(([, bit]) => (availability & bit) !== 0)
-    .map(([name]) => name);
-}
 
 function environmentBits(names: unknown, key: string, where: string, details: (field: string) => object): number {
   if (!Array.isArray(names)) throw badRequest(`${key} must be an array of environment names${where}`, details(key));
   let bits = 0;
   for (const name of names) {
     const match = Object.entries(ENVIRONMENTS).find(([known]) => typeof name === 'string' && known.toLowerCase() === name.toLowerCase());
-    if (!match) throw badRequest(`${key} holds an unknown environment ${JSON.stringify(name)}; known: ${Object.keys(ENVIRONMENTS).join(', ')}${where}`, details(key));
+    if (!match) throw badRequest(`${key} holds an unknown environment${typeof name === 'string' ? ` "${name.slice(0, 100)}"` : ''}; known: ${Object.keys(ENVIRONMENTS).join(', ')}${where}`, details(key));
     bits |= match[1];
   }
   return bits;
-}
-
-export function engramStructure(config: Config, row: EngramRow) {
-  return {
-    path: row.path,
-    class: row.class,
-    label: row.label,
-    environments: environmentNames(row.availability),
-    can_blueprint: row.can_blueprint === 1,
-    spawn: `cheat giveitem "Blueprint'${row.path}'" 1 0 false`,
-    uid: row.uid,
-    resource_url: `${config.baseUrl}/v1/engram.php/${row.uid}`,
-    mod_id: row.mod_id === null ? null : Number(row.mod_id),
-    mod_name: row.mod_name,
-  };
 }
 
 function parseWrite(item: unknown, index: number | undefined): EngramWrite {
@@ -60,7 +39,7 @@ function parseWrite(item: unknown, index: number | undefined): EngramWrite {
   }
   if (fields.mod_id !== undefined) {
     const modId = parseModId(fields.mod_id);
-    if (modId === undefined) throw badRequest(`mod_id must be a workshop mod id${where}`, details('mod_id'));
+    if (modId === undefined) throw badRequest(`${modIdProblem(fields.mod_id)}${where}`, details('mod_id'));
     write.modId = modId;
   }
   if (fields.environments !== undefined) write.availability = environmentBits(fields.environments, 'environments', where, details);
@@ -77,11 +56,12 @@ function parseWrite(item: unknown, index: number | undefined): EngramWrite {
   return write;
 }
 
-function toApiError(error: unknown): unknown {
+function engramRuleErrorToApiError(error: unknown): unknown {
   if (!(error instanceof EngramRuleError)) return error;
   const details = error.element;
   switch (error.kind) {
     case 'notFound':
+    case 'modNotFound':
       return notFound(error.message, details);
     case 'notYours':
     case 'notYourConfirmedMod':
@@ -94,8 +74,13 @@ function toApiError(error: unknown): unknown {
 export async function engramRoutes(v1: FastifyInstance): Promise<void> {
   const { config } = v1;
   const db = () => v1.database.db;
+  const lists = new EngramLists(db, config);
+  const sendEngrams = (reply: FastifyReply, rows: EngramRow[], asArray: boolean) => {
+    const json = rows.map((row) => engramJson(config, row));
+    return reply.type('application/json; charset=utf-8').send(asArray ? `[${json.join(',')}]` : json[0]);
+  };
 
-  v1.get<{ Querystring: { mod_id?: string } }>('/engram.php', async (request, reply) => {
+  v1.get<{ Querystring: { mod_id?: string } }>('/engram.php', { schema: v1Docs.listEngrams, compress: false }, async (request, reply) => {
     let modIds: string[] | undefined;
     if (request.query.mod_id !== undefined) {
       modIds = splitList(request.query.mod_id).map((item) => {
@@ -103,31 +88,30 @@ export async function engramRoutes(v1: FastifyInstance): Promise<void> {
         if (modId === undefined) throw badRequest(`mod_id "${item}" is not a workshop mod id`);
         return modId;
       });
+      // `?mod_id=` names no mod: the engrams of no mod (and no `IN ()`, which PostgreSQL refuses).
+      if (modIds.length === 0) return reply.type('application/json; charset=utf-8').send('[]');
     }
-    const chunks = streamEngrams(db(), modIds);
-    // One write per chunk of rows, not per engram: ten thousand tiny writes cost more than the JSON.
-    async function* json() {
-      let separator = '[';
-      for await (const rows of chunks) {
-        yield separator + rows.map((row) => JSON.stringify(engramStructure(config, row))).join(',');
-        separator = ',';
-      }
-      yield separator === '[' ? '[]' : ']';
-    }
-    return reply.type('application/json; charset=utf-8').send(Readable.from(json()));
+    const body = await lists.list(modIds);
+    const encoding = chooseEncoding(request.headers['accept-encoding'], body.br ? (['br', 'gzip'] as const) : []);
+    const tag = `"${body.tag}${encoding ? `-${encoding}` : ''}"`;
+    // Public content, revalidated on every use: any write may change it.
+    reply.header('vary', 'Accept-Encoding').header('etag', tag).header('cache-control', 'public, no-cache');
+    // Any coding's tag matches: they all stand for the same JSON.
+    if (noneMatchHits(request.headers['if-none-match'], [`"${body.tag}"`, `"${body.tag}-br"`, `"${body.tag}-gzip"`])) return reply.code(304).send();
+    if (encoding) reply.header('content-encoding', encoding);
+    return reply.type('application/json; charset=utf-8').send(encoding ? body[encoding] : body.identity);
   });
 
-  v1.get<{ Params: { ids: string } }>('/engram.php/:ids', async (request) => {
+  v1.get<{ Params: { ids: string } }>('/engram.php/:ids', { schema: v1Docs.getEngrams }, async (request, reply) => {
     const identifiers = splitList(request.params.ids);
     if (identifiers.length === 0) throw badRequest('No engram identifier given');
     const rows = await findEngrams(db(), identifiers);
     if (rows.length === 0) throw notFound(identifiers.length === 1 ? `No engram ${identifiers[0]}` : 'None of these engrams exists');
-    const engrams = rows.map((row) => engramStructure(config, row));
-    const single = identifiers.length === 1 && (isEngramUid(identifiers[0]!) || engrams.length === 1);
-    return single ? engrams[0] : engrams;
+    const single = identifiers.length === 1 && (isEngramUid(identifiers[0]!) || rows.length === 1);
+    return sendEngrams(reply, rows, !single);
   });
 
-  v1.post('/engram.php', { preHandler: requireSignature }, async (request) => {
+  v1.post('/engram.php', { preHandler: requireSignature, schema: v1Docs.saveEngrams }, async (request, reply) => {
     const body = readJsonBody(request);
     const items = Array.isArray(body) ? body : [body];
     if (items.length === 0) throw badRequest('The array of engrams is empty');
@@ -136,25 +120,22 @@ export async function engramRoutes(v1: FastifyInstance): Promise<void> {
     const uids = writes.map((write) => write.path.toLowerCase());
     const repeated = uids.findIndex((uid, index) => uids.indexOf(uid) !== index);
     if (repeated >= 0) throw badRequest(`Path ${writes[repeated]!.path} appears twice in the request`, { index: repeated });
-    const saved = await saveEngrams(db(), request.signedBy!, writes).catch((error) => {
-      throw toApiError(error);
+    const rows = await saveEngrams(db(), request.signedBy!, writes).catch((error) => {
+      throw engramRuleErrorToApiError(error);
     });
-    const rows = await findEngrams(db(), saved);
-    const byUid = new Map(rows.map((row) => [row.uid, engramStructure(config, row)]));
-    const engrams = saved.map((uid) => byUid.get(uid));
-    return Array.isArray(body) ? engrams : engrams[0];
+    return sendEngrams(reply, rows, Array.isArray(body));
   });
 
   const remove = async (userId: string, identifiers: string[]) => {
     if (identifiers.length === 0) throw badRequest('No engram identifier given');
     const uids = await deleteEngrams(db(), userId, identifiers).catch((error) => {
-      throw toApiError(error);
+      throw engramRuleErrorToApiError(error);
     });
     return { deleted: uids };
   };
-  v1.delete<{ Params: { ids: string } }>('/engram.php/:ids', { preHandler: requireSignature }, (request) =>
+  v1.delete<{ Params: { ids: string } }>('/engram.php/:ids', { preHandler: requireSignature, schema: v1Docs.deleteEngramsInPath }, (request) =>
     remove(request.signedBy!, splitList(request.params.ids)),
   );
-  v1.delete('/engram.php', { preHandler: requireSignature }, (request) => remove(request.signedBy!, readTextList(request)));
+  v1.delete('/engram.php', { preHandler: requireSignature, schema: v1Docs.deleteEngrams }, (request) => remove(request.signedBy!, readTextList(request)));
 }
 

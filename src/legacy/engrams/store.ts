@@ -1,8 +1,11 @@
 import { createHash } from 'node:crypto';
-import type { Kysely } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
+import { bumpContentVersion } from '../../db/content-versions.ts';
+import { isForeignKeyViolation } from '../../db/errors.ts';
 import { lockKeys } from '../../db/locks.ts';
 import type { Schema } from '../../db/schema.ts';
 import { reusableQuery } from '../../db/reusable-query.ts';
+import { modLockKey } from '../mods/store.ts';
 
 export interface EngramRow {
   uid: string;
@@ -27,7 +30,7 @@ export interface EngramWrite {
 
 export class EngramRuleError extends Error {
   constructor(
-    readonly kind: 'heldByAnotherMod' | 'notYourConfirmedMod' | 'missingField' | 'notFound' | 'notYours',
+    readonly kind: 'heldByAnotherMod' | 'notYourConfirmedMod' | 'missingField' | 'notFound' | 'notYours' | 'modNotFound',
     readonly element: { index?: number; path?: string; identifier?: string; fields?: string[] },
     message: string,
   ) {
@@ -92,67 +95,97 @@ const engramsByIdentifiers = reusableQuery((db: Kysely<Schema>, { uids, classes 
     .orderBy('engrams.uid'),
 );
 
-/** Adds or updates every engram, or none. */
-export async function saveEngrams(db: Kysely<Schema>, userId: string, writes: readonly EngramWrite[]): Promise<string[]> {
+/**
+ * Why `userId` may not write to `modId`: 403 when the mod is there but not theirs to write (their
+ * registration is unconfirmed, or another user confirmed it), 404 when there is no such mod (never
+ * registered, or deleted).
+ */
+async function refusal(db: Kysely<Schema>, userId: string, modId: string, element: EngramRuleError['element']): Promise<EngramRuleError> {
+  const known = await db
+    .selectFrom('mods')
+    .select('mod_id')
+    .where('mod_id', '=', modId)
+    .where((eb) => eb.or([eb('user_id', '=', userId), eb('confirmed', '=', 1)]))
+    .executeTakeFirst();
+  return known
+    ? new EngramRuleError('notYourConfirmedMod', element, `Mod ${modId} is not a confirmed mod of yours`)
+    : new EngramRuleError('modNotFound', element, `There is no mod ${modId}: register and confirm it first`);
+}
+
+/** Adds or updates every engram, or none; answers the engrams as stored, in the order written. */
+export async function saveEngrams(db: Kysely<Schema>, userId: string, writes: readonly EngramWrite[]): Promise<EngramRow[]> {
+  try {
+    return await db.transaction().execute((trx) => writeEngrams(trx, userId, writes));
+  } catch (error) {
+    // The mod (or its registrant) was deleted by a path that takes no mod lock (a user's deletion).
+    if (isForeignKeyViolation(error)) throw new EngramRuleError('modNotFound', {}, 'The mod of this engram was deleted');
+    throw error;
+  }
+}
+
+async function writeEngrams(trx: Transaction<Schema>, userId: string, writes: readonly EngramWrite[]): Promise<EngramRow[]> {
   const now = Date.now();
-  return db.transaction().execute(async (trx) => {
-    const confirmed = new Set(
-      (await trx.selectFrom('mods').select('mod_id').where('user_id', '=', userId).where('confirmed', '=', 1).execute()).map((row) => row.mod_id),
-    );
-    // Requests writing the same paths run one after another, so a path another request is adding
-    // is seen as existing (a rule error or an update) rather than failing its insert.
-    await lockKeys(trx, writes.map((write) => `engram:${engramUid(write.path)}`));
-    const uids: string[] = [];
-    for (const [index, write] of writes.entries()) {
-      const uid = engramUid(write.path);
-      const element = { index, path: write.path };
-      if (write.modId !== undefined && !confirmed.has(write.modId)) {
-        throw new EngramRuleError('notYourConfirmedMod', element, `Mod ${write.modId} is not a confirmed mod of yours`);
+  // Requests writing the same paths run one after another, so a path another request is adding
+  // is seen as existing (a rule error or an update) rather than failing its insert. The mods
+  // written to are locked too (a mod's deletion takes the same lock), so a mod cannot vanish
+  // between the check below and the insert: the write lands first or finds the mod gone.
+  const modIds = new Set(writes.flatMap((write) => (write.modId === undefined ? [] : [write.modId])));
+  await lockKeys(trx, [...writes.map((write) => `engram:${engramUid(write.path)}`), ...[...modIds].map(modLockKey)]);
+  const confirmed = new Set(
+    (await trx.selectFrom('mods').select('mod_id').where('user_id', '=', userId).where('confirmed', '=', 1).execute()).map((row) => row.mod_id),
+  );
+  const uids: string[] = [];
+  for (const [index, write] of writes.entries()) {
+    const uid = engramUid(write.path);
+    const element = { index, path: write.path };
+    if (write.modId !== undefined && !confirmed.has(write.modId)) throw await refusal(trx, userId, write.modId, element);
+    const existing = await trx.selectFrom('engrams').select(['mod_id', 'user_id']).where('uid', '=', uid).executeTakeFirst();
+    if (existing) {
+      if (existing.user_id !== userId || (write.modId !== undefined && write.modId !== existing.mod_id)) {
+        throw new EngramRuleError('heldByAnotherMod', element, `Path ${write.path} belongs to mod ${existing.mod_id ?? '(none)'}; delete that engram first`);
       }
-      const existing = await trx.selectFrom('engrams').select(['mod_id', 'user_id']).where('uid', '=', uid).executeTakeFirst();
-      if (existing) {
-        if (existing.user_id !== userId || (write.modId !== undefined && write.modId !== existing.mod_id)) {
-          throw new EngramRuleError('heldByAnotherMod', element, `Path ${write.path} belongs to mod ${existing.mod_id ?? '(none)'}; delete that engram first`);
-        }
-        await trx
-          .updateTable('engrams')
-          .set({
-            path: write.path,
-            class: classOfPath(write.path),
-            ...(write.label !== undefined && { label: write.label }),
-            ...(write.availability !== undefined && { availability: write.availability }),
-            ...(write.canBlueprint !== undefined && { can_blueprint: write.canBlueprint ? 1 : 0 }),
-            updated_at: now,
-          })
-          .where('uid', '=', uid)
-          .execute();
-      } else {
-        const missing = (['label', 'modId', 'availability', 'canBlueprint'] as const).filter((key) => write[key] === undefined);
-        if (missing.length > 0) {
-          const names = { label: 'label', modId: 'mod_id', availability: 'availability', canBlueprint: 'can_blueprint' };
-          const fields = missing.map((key) => names[key]);
-          throw new EngramRuleError('missingField', { ...element, fields }, `A new engram needs ${fields.join(', ')}`);
-        }
-        await trx
-          .insertInto('engrams')
-          .values({
-            uid,
-            path: write.path,
-            class: classOfPath(write.path),
-            label: write.label!,
-            availability: write.availability!,
-            can_blueprint: write.canBlueprint ? 1 : 0,
-            mod_id: write.modId!,
-            user_id: userId,
-            created_at: now,
-            updated_at: now,
-          })
-          .execute();
+      const updated = await trx
+        .updateTable('engrams')
+        .set({
+          path: write.path,
+          class: classOfPath(write.path),
+          ...(write.label !== undefined && { label: write.label }),
+          ...(write.availability !== undefined && { availability: write.availability }),
+          ...(write.canBlueprint !== undefined && { can_blueprint: write.canBlueprint ? 1 : 0 }),
+          updated_at: now,
+        })
+        .where('uid', '=', uid)
+        .executeTakeFirst();
+      // Deleted meanwhile with its mod (a write without mod_id does not lock the mod).
+      if (updated.numUpdatedRows === 0n) throw new EngramRuleError('modNotFound', element, `Engram ${write.path} was deleted with its mod`);
+    } else {
+      const missing = (['label', 'modId', 'availability', 'canBlueprint'] as const).filter((key) => write[key] === undefined);
+      if (missing.length > 0) {
+        const names = { label: 'label', modId: 'mod_id', availability: 'availability', canBlueprint: 'can_blueprint' };
+        const fields = missing.map((key) => names[key]);
+        throw new EngramRuleError('missingField', { ...element, fields }, `A new engram needs ${fields.join(', ')}`);
       }
-      uids.push(uid);
+      await trx
+        .insertInto('engrams')
+        .values({
+          uid,
+          path: write.path,
+          class: classOfPath(write.path),
+          label: write.label!,
+          availability: write.availability!,
+          can_blueprint: write.canBlueprint ? 1 : 0,
+          mod_id: write.modId!,
+          user_id: userId,
+          created_at: now,
+          updated_at: now,
+        })
+        .execute();
     }
-    return uids;
-  });
+    uids.push(uid);
+  }
+  await bumpContentVersion(trx, 'engrams');
+  const rows = new Map((await findEngrams(trx, uids)).map((row) => [row.uid, row]));
+  return uids.map((uid) => rows.get(uid)!);
 }
 
 /** Deletes every engram the identifiers name (uids or class strings), or none. */
@@ -168,6 +201,7 @@ export async function deleteEngrams(db: Kysely<Schema>, userId: string, identifi
     }
     const uids = rows.map((row) => row.uid);
     if (uids.length > 0) await trx.deleteFrom('engrams').where('uid', 'in', uids).execute();
+    await bumpContentVersion(trx, 'engrams');
     return uids;
   });
 }

@@ -5,15 +5,12 @@ import { requireSignature } from '../authenticate.ts';
 import { readJsonBody, readTextList, splitList } from '../body.ts';
 import { fetchWorkshopItem, workshopUrl, WorkshopUnavailableError, type WorkshopItem } from '../workshop.ts';
 import { confirmedByOthers, confirmMod, deleteMods, listMods, ModRuleError, registerMods, type ModRow, type NewRegistration } from './store.ts';
+import { v1Docs } from '../openapi.ts';
+import { modIdProblem, parseModId } from './mod-id.ts';
+
+export { modIdProblem, parseModId };
 
 const MAX_MODS_PER_REQUEST = 100;
-
-/** Workshop ids are unsigned 64-bit integers; accepted as a number or a string of digits. */
-export function parseModId(value: unknown): string | undefined {
-  if (typeof value === 'number' && Number.isSafeInteger(value) && value > 0) return String(value);
-  if (typeof value === 'string' && /^\d{1,20}$/.test(value.trim())) return value.trim().replace(/^0+(?=\d)/, '');
-  return undefined;
-}
 
 export function modStructure(config: Config, row: ModRow) {
   const resourceUrl = `${config.baseUrl}/v1/mod.php/${row.mod_id}`;
@@ -40,7 +37,8 @@ function modIdsFrom(list: string[]): string[] {
   });
 }
 
-function toApiError(error: unknown): unknown {
+/** A mod rule error (or a workshop outage) as the API error; any other error unchanged. */
+function modRuleErrorToApiError(error: unknown): unknown {
   if (error instanceof ModRuleError) {
     return error.reason === 'notRegistered' ? notFound(error.message, { mod_id: error.modId }) : badRequest(error.message, { mod_id: error.modId });
   }
@@ -59,9 +57,9 @@ export async function modRoutes(v1: FastifyInstance): Promise<void> {
   const db = () => v1.database.db;
   v1.addHook('preHandler', requireSignature);
 
-  v1.get('/mod.php', async (request) => (await listMods(db(), request.signedBy!)).map((row) => modStructure(config, row)));
+  v1.get('/mod.php', { schema: v1Docs.listMods }, async (request) => (await listMods(db(), request.signedBy!)).map((row) => modStructure(config, row)));
 
-  v1.get<{ Params: { ids: string }; Querystring: { action?: string } }>('/mod.php/:ids', async (request) => {
+  v1.get<{ Params: { ids: string }; Querystring: { action?: string } }>('/mod.php/:ids', { schema: v1Docs.getMods }, async (request) => {
     const modIds = modIdsFrom(splitList(request.params.ids));
     const { action } = request.query;
     if (action !== undefined) {
@@ -90,14 +88,14 @@ export async function modRoutes(v1: FastifyInstance): Promise<void> {
         }
         await confirmMod(db(), userId, modId);
       } catch (error) {
-        throw toApiError(error);
+        throw modRuleErrorToApiError(error);
       }
     }
     const [row] = await listMods(db(), userId, [modId]);
     return modStructure(config, row!);
   }
 
-  v1.post('/mod.php', async (request) => {
+  v1.post('/mod.php', { schema: v1Docs.registerMod }, async (request) => {
     const body = readJsonBody(request);
     const items = Array.isArray(body) ? body : [body];
     if (items.length === 0) throw badRequest('The array of mods is empty');
@@ -118,10 +116,10 @@ export async function modRoutes(v1: FastifyInstance): Promise<void> {
       const pages = await Promise.all(wanted.map((mod) => readWorkshop(config, mod.modId)));
       registrations = wanted.map((mod, index) => ({ ...mod, name: pages[index]!.name }));
     } catch (error) {
-      throw toApiError(error);
+      throw modRuleErrorToApiError(error);
     }
     const rows = await registerMods(db(), request.signedBy!, registrations).catch((error) => {
-      throw toApiError(error);
+      throw modRuleErrorToApiError(error);
     });
     const mods = rows.map((row) => modStructure(config, row));
     return Array.isArray(body) ? mods : mods[0];
@@ -129,12 +127,12 @@ export async function modRoutes(v1: FastifyInstance): Promise<void> {
 
   const remove = async (userId: string, modIds: string[]) => {
     await deleteMods(db(), userId, modIds).catch((error) => {
-      throw toApiError(error);
+      throw modRuleErrorToApiError(error);
     });
     return { deleted: modIds };
   };
-  v1.delete<{ Params: { ids: string } }>('/mod.php/:ids', (request) => remove(request.signedBy!, modIdsFrom(splitList(request.params.ids))));
-  v1.delete('/mod.php', (request) => remove(request.signedBy!, modIdsFrom(readTextList(request))));
+  v1.delete<{ Params: { ids: string } }>('/mod.php/:ids', { schema: v1Docs.deleteModsInPath }, (request) => remove(request.signedBy!, modIdsFrom(splitList(request.params.ids))));
+  v1.delete('/mod.php', { schema: v1Docs.deleteMods }, (request) => remove(request.signedBy!, modIdsFrom(readTextList(request))));
 }
 
 function parseRegistration(item: unknown, index: number | undefined): Omit<NewRegistration, 'name'> {
@@ -142,7 +140,7 @@ function parseRegistration(item: unknown, index: number | undefined): Omit<NewRe
   if (typeof item !== 'object' || item === null || Array.isArray(item)) throw badRequest(`Each mod must be an object with mod_id${where}`);
   const fields = item as Record<string, unknown>;
   const modId = parseModId(fields.mod_id);
-  if (modId === undefined) throw badRequest(`mod_id must be a workshop mod id${where}`, { mod_id: fields.mod_id ?? null });
+  if (modId === undefined) throw badRequest(`${modIdProblem(fields.mod_id)}${where}`, { field: 'mod_id' });
   const pullUrl = fields.pull_url ?? null;
   if (pullUrl !== null && !isHttpUrl(pullUrl)) throw badRequest(`pull_url must be an http(s) URL or null${where}`, { mod_id: modId });
   return { modId, pullUrl: pullUrl as string | null };

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import { lockKey } from '../../db/locks.ts';
+import { bumpContentVersion } from '../../db/content-versions.ts';
+import { lockKey, lockKeys } from '../../db/locks.ts';
 import type { ModsTable, Schema } from '../../db/schema.ts';
 import { reusableQuery } from '../../db/reusable-query.ts';
 
@@ -51,13 +52,18 @@ export async function confirmedByOthers(db: Kysely<Schema>, userId: string, modI
   return rows.map((row) => row.mod_id);
 }
 
+/** The lock key every transaction about one mod (its registrations and its engrams) holds. */
+export const modLockKey = (modId: string) => `mod:${modId}`;
+
 /** Registers every mod or none. */
 export async function registerMods(db: Kysely<Schema>, userId: string, mods: readonly NewRegistration[]): Promise<ModRow[]> {
   const now = Date.now();
   return db.transaction().execute(async (trx) => {
+    // Every mod's lock at once, in a fixed order: one at a time in request order, two requests
+    // naming the same mods in opposite orders would each wait for the other (a deadlock).
+    await lockKeys(trx, mods.map((mod) => modLockKey(mod.modId)));
     const created: ModRow[] = [];
     for (const mod of mods) {
-      await lockKey(trx, `mod:${mod.modId}`);
       if ((await confirmedByOthers(trx, userId, [mod.modId])).length > 0) {
         throw new ModRuleError(mod.modId, 'confirmedByAnother', `Mod ${mod.modId} is already confirmed by another user`);
       }
@@ -78,6 +84,8 @@ export async function registerMods(db: Kysely<Schema>, userId: string, mods: rea
       if (!row) throw new ModRuleError(mod.modId, 'alreadyRegistered', `You have already registered mod ${mod.modId}`);
       created.push(row);
     }
+    // Engram lists show mods' names: every mod write counts as a change to them.
+    await bumpContentVersion(trx, 'engrams');
     return created;
   });
 }
@@ -88,7 +96,7 @@ export async function registerMods(db: Kysely<Schema>, userId: string, mods: rea
  */
 export async function confirmMod(db: Kysely<Schema>, userId: string, modId: string): Promise<void> {
   await db.transaction().execute(async (trx) => {
-    await lockKey(trx, `mod:${modId}`);
+    await lockKey(trx, modLockKey(modId));
     if ((await confirmedByOthers(trx, userId, [modId])).length > 0) {
       throw new ModRuleError(modId, 'confirmedByAnother', `Mod ${modId} is already confirmed by another user`);
     }
@@ -100,15 +108,20 @@ export async function confirmMod(db: Kysely<Schema>, userId: string, modId: stri
       .executeTakeFirst();
     if (updated.numUpdatedRows === 0n) throw new ModRuleError(modId, 'notRegistered', `You have not registered mod ${modId}`);
     await trx.deleteFrom('mods').where('mod_id', '=', modId).where('user_id', '<>', userId).where('confirmed', '=', 0).execute();
+    await bumpContentVersion(trx, 'engrams');
   });
 }
 
 /** Deletes the caller's registrations of every mod in `modIds` (their engrams cascade), or none. */
 export async function deleteMods(db: Kysely<Schema>, userId: string, modIds: readonly string[]): Promise<void> {
   await db.transaction().execute(async (trx) => {
+    // An engram write to one of these mods holds its lock too, so it either lands before the
+    // delete (and is removed with the mod) or finds the mod gone.
+    await lockKeys(trx, modIds.map(modLockKey));
     const held = new Set((await listMods(trx, userId, modIds)).map((row) => row.mod_id));
     const missing = modIds.find((modId) => !held.has(modId));
     if (missing !== undefined) throw new ModRuleError(missing, 'notRegistered', `You have not registered mod ${missing}`);
     await trx.deleteFrom('mods').where('user_id', '=', userId).where('mod_id', 'in', modIds).execute();
+    await bumpContentVersion(trx, 'engrams');
   });
 }

@@ -1,3 +1,8 @@
+import { randomUUID } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import { recordSecurityEvent, type EventOrigin } from '../../accounts/security-events.ts';
+import type { AuthorizationCodesTable, Schema } from '../../db/schema.ts';
+import { claimAuthorizationCode, sessionOfUsedCode } from '../authorization-codes.ts';
 import { InvalidGrant } from '../errors.ts';
 import { verifierMatches } from '../pkce.ts';
 import { hashSecret } from '../secrets.ts';
@@ -5,32 +10,33 @@ import { createSession, revokeSession, type IssuedTokens } from '../sessions.ts'
 import { required, type GrantContext } from './context.ts';
 
 /** grant_type=authorization_code: a single-use code, bound to client, redirect URI and PKCE challenge. */
-export async function authorizationCodeGrant({ db, params, client, now }: GrantContext): Promise<IssuedTokens> {
+export async function authorizationCodeGrant({ db, params, client, now, origin }: GrantContext): Promise<IssuedTokens> {
   const codeHash = hashSecret(required(params, 'code'));
   const redirectUri = required(params, 'redirect_uri');
   const verifier = required(params, 'code_verifier');
   const code = await db.selectFrom('authorization_codes').selectAll().where('code_hash', '=', codeHash).executeTakeFirst();
   if (!code || code.client_id !== client.clientId) throw new InvalidGrant('Unknown authorization code');
-  if (code.used_at !== null) {
-    if (code.session_id) await revokeSession(db, code.session_id);
-    throw new InvalidGrant('This authorization code was already used; the tokens issued for it are revoked');
-  }
+  if (code.used_at !== null) return replayed(db, origin, code, code.session_id);
   if (code.expires_at <= now) throw new InvalidGrant('The authorization code has expired');
   if (code.redirect_uri !== redirectUri) throw new InvalidGrant('redirect_uri differs from the one of the authorization request');
   if (!verifierMatches(verifier, code.code_challenge)) throw new InvalidGrant('code_verifier does not match the code_challenge');
   if (params.device_id !== undefined && code.device_id !== null && params.device_id !== code.device_id) {
     throw new InvalidGrant('device_id differs from the one of the authorization request');
   }
-  return db.transaction().execute(async (trx) => {
-    const claimed = await trx
-      .updateTable('authorization_codes')
-      .set({ used_at: now })
-      .where('code_hash', '=', codeHash)
-      .where('used_at', 'is', null)
-      .executeTakeFirst();
-    if (claimed.numUpdatedRows === 0n) throw new InvalidGrant('This authorization code was already used');
-    const tokens = await createSession(trx, { userId: code.user_id, clientId: client.clientId, scope: code.scope }, now);
-    await trx.updateTable('authorization_codes').set({ session_id: tokens.sessionId }).where('code_hash', '=', codeHash).execute();
-    return tokens;
+  // The session id is written with the claim, so whoever finds the code used can revoke it.
+  const sessionId = randomUUID();
+  const tokens = await db.transaction().execute(async (trx) => {
+    if (!(await claimAuthorizationCode(trx, codeHash, sessionId, now))) return undefined;
+    return createSession(trx, { sessionId, userId: code.user_id, clientId: client.clientId, scope: code.scope }, now);
   });
+  // Lost a race with another exchange of the same code: a replay like any other. The winner's
+  // transaction has committed by now (our claim waited for it), so its session can be revoked.
+  return tokens ?? replayed(db, origin, code, await sessionOfUsedCode(db, codeHash));
+}
+
+/** A used code presented again: the session it was exchanged for is revoked (RFC 9700 §4.2.4). */
+async function replayed(db: Kysely<Schema>, origin: EventOrigin | undefined, code: AuthorizationCodesTable, sessionId: string | null | undefined): Promise<never> {
+  await recordSecurityEvent(db, origin, { kind: 'authorization_code_replayed', userId: code.user_id, clientId: code.client_id, details: { session_id: sessionId ?? null, session_revoked: Boolean(sessionId) } });
+  if (sessionId) await revokeSession(db, sessionId);
+  throw new InvalidGrant('This authorization code was already used; the tokens issued for it are revoked');
 }

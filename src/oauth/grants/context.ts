@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import type { EventOrigin } from '../../accounts/security-events.ts';
 import type { Schema } from '../../db/schema.ts';
 import type { Application } from '../clients.ts';
 import { InvalidRequest } from '../errors.ts';
@@ -9,6 +10,8 @@ export interface GrantContext {
   params: Record<string, string | undefined>;
   client: Application;
   now: number;
+  /** The request, for security events (its IP and logger). */
+  origin?: EventOrigin;
 }
 
 export function required(params: GrantContext['params'], name: string): string {

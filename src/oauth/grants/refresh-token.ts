@@ -1,3 +1,4 @@
+import { recordSecurityEvent, recordSessionEvent } from '../../accounts/security-events.ts';
 import { InvalidGrant, InvalidScope } from '../errors.ts';
 import { parseScopes } from '../scopes.ts';
 import { findRotatedSession, findSessionByRefreshToken, revokeSession, rotateSession, type IssuedTokens } from '../sessions.ts';
@@ -7,12 +8,13 @@ import { required, type GrantContext } from './context.ts';
  * grant_type=refresh_token: rotates both tokens. A refresh token that was already rotated away
  * is a sign of theft: the whole session is revoked (RFC 9700 §4.14.2).
  */
-export async function refreshTokenGrant({ db, params, client, now }: GrantContext): Promise<IssuedTokens> {
+export async function refreshTokenGrant({ db, params, client, now, origin }: GrantContext): Promise<IssuedTokens> {
   const refreshToken = required(params, 'refresh_token');
   const session = await findSessionByRefreshToken(db, refreshToken);
   if (!session) {
     const reusedFrom = await findRotatedSession(db, refreshToken);
     if (reusedFrom) {
+      await recordSessionEvent(db, origin, 'refresh_token_reused', reusedFrom);
       await revokeSession(db, reusedFrom);
       throw new InvalidGrant('This refresh token was already used; the session is revoked');
     }
@@ -24,8 +26,9 @@ export async function refreshTokenGrant({ db, params, client, now }: GrantContex
     const asked = [...new Set(['common', ...parseScopes(params.scope)])].sort().join(' ');
     if (asked !== session.scope) throw new InvalidScope(`scope must be the original scope (${session.scope}) or omitted`);
   }
-  const tokens = await db.transaction().execute((trx) => rotateSession(trx, session, refreshToken, now));
+  const tokens = await db.transaction().execute((trx) => rotateSession(trx, session, now));
   if (!tokens) {
+    await recordSecurityEvent(db, origin, { kind: 'refresh_token_reused', userId: session.userId, clientId: session.clientId, details: { session_id: session.sessionId, session_revoked: true } });
     await revokeSession(db, session.sessionId);
     throw new InvalidGrant('This refresh token was already used; the session is revoked');
   }

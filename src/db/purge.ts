@@ -1,0 +1,140 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import { PostgresAdapter, type Kysely } from 'kysely';
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+/** Rows of `table` are dead once `column` (milliseconds) is older than now − `keepMs`. */
+export interface ExpiringRows {
+  table: string;
+  /** Its primary key: rows are deleted by it, a batch at a time. */
+  key: string;
+  /** An expiry time (with `keepMs` 0), or a creation time with `keepMs` the rows' lifetime. Indexed. */
+  column: string;
+  keepMs?: number;
+}
+
+/**
+ * Every table that grows with use, and when its rows are dead. Adding a table is one line here
+ * (and an index on its column in a migration).
+ */
+export const EXPIRING_ROWS: readonly ExpiringRows[] = [
+  // A used code is kept until it expires too, so a replay is still recognised (and revokes its session).
+  { table: 'authorization_codes', key: 'code_hash', column: 'expires_at' },
+  { table: 'interactions', key: 'interaction_hash', column: 'expires_at' },
+  // A day past expiry, so a device polling late still hears expired_token rather than invalid_grant.
+  { table: 'device_authorizations', key: 'device_code', column: 'expires_at', keepMs: DAY_MS },
+  { table: 'web_sessions', key: 'session_hash', column: 'expires_at' },
+  { table: 'rotated_refresh_tokens', key: 'refresh_token_hash', column: 'expires_at' },
+  // A session is dead once its refresh token has expired; its rotated tokens go with it (cascade).
+  { table: 'sessions', key: 'session_id', column: 'refresh_expires_at' },
+  // A device is trusted for 30 days (DESIGN).
+  { table: 'trusted_devices', key: 'device_hash', column: 'created_at', keepMs: 30 * DAY_MS },
+  // Security events are kept for 90 days (DESIGN "Operations").
+  { table: 'security_events', key: 'event_id', column: 'created_at', keepMs: 90 * DAY_MS },
+];
+
+export interface PurgeLimits {
+  /** Rows per DELETE statement. */
+  batchSize?: number;
+  /** Statements per table per pass; what is left waits for the next pass. */
+  maxBatches?: number;
+}
+
+/** Rows deleted per table. */
+export type PurgeCounts = Record<string, number>;
+
+/**
+ * Deletes the dead rows of every table as of `now`, in batches of `batchSize` rows chosen by
+ * primary key, each its own short statement (so no lock is held for long), yielding to other work
+ * between them. Several instances may run it at once: on PostgreSQL a batch skips rows another
+ * purge has locked (SKIP LOCKED), and deleting a deleted row is a no-op anyway.
+ */
+export async function purgeExpired(
+  db: Kysely<any>,
+  now: number,
+  { batchSize = 1000, maxBatches = 100 }: PurgeLimits = {},
+  shouldStop: () => boolean = () => false,
+  tables: readonly ExpiringRows[] = EXPIRING_ROWS,
+): Promise<PurgeCounts> {
+  const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
+  const counts: PurgeCounts = {};
+  for (const { table, key, column, keepMs = 0 } of tables) {
+    counts[table] = 0;
+    for (let batch = 0; batch < maxBatches && !shouldStop(); batch++) {
+      const expired = db.selectFrom(table).select(key).where(column, '<', now - keepMs).limit(batchSize);
+      const result = await db
+        .deleteFrom(table)
+        .where(key, 'in', postgres ? expired.forUpdate().skipLocked() : expired)
+        .executeTakeFirst();
+      const deleted = Number(result.numDeletedRows);
+      counts[table] += deleted;
+      if (deleted < batchSize) break;
+      await nextTurn();
+    }
+  }
+  return counts;
+}
+
+interface Logger {
+  info(object: object, message: string): void;
+  warn(object: object, message: string): void;
+}
+
+export interface PurgerOptions extends PurgeLimits {
+  /** Time between passes, varied by ±25% so instances started together spread out. */
+  intervalMs?: number;
+}
+
+/** Runs purgeExpired in the background, one pass at a time, until stopped. */
+export class Purger {
+  private timer: NodeJS.Timeout | undefined;
+  private readonly passes = new Set<Promise<unknown>>();
+  private stopped = false;
+  private readonly intervalMs: number;
+
+  constructor(
+    private readonly db: Kysely<any>,
+    private readonly log: Logger,
+    private readonly options: PurgerOptions = {},
+  ) {
+    this.intervalMs = options.intervalMs ?? 10 * 60 * 1000;
+  }
+
+  /** Schedules passes; the timer never keeps the process alive. */
+  start(): void {
+    if (this.stopped || this.timer) return;
+    this.schedule();
+  }
+
+  /** One pass now (as of `now`), beside any scheduled one; answers what it deleted. */
+  runOnce(now = Date.now()): Promise<PurgeCounts> {
+    const pass = purgeExpired(this.db, now, this.options, () => this.stopped);
+    const settled = pass.catch(() => {}).finally(() => this.passes.delete(settled));
+    this.passes.add(settled);
+    return pass;
+  }
+
+  /** Cancels the next pass and waits for running ones, which end after their current batch. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    await Promise.all(this.passes);
+  }
+
+  private schedule(): void {
+    const delay = this.intervalMs * (0.75 + Math.random() / 2);
+    this.timer = setTimeout(() => void this.scheduledPass(), delay).unref();
+  }
+
+  private async scheduledPass(): Promise<void> {
+    try {
+      const counts = await this.runOnce();
+      const purged = Object.fromEntries(Object.entries(counts).filter(([, count]) => count > 0));
+      if (Object.keys(purged).length > 0) this.log.info({ purged }, 'expired rows purged');
+    } catch (err) {
+      if (!this.stopped) this.log.warn({ err }, 'purging expired rows failed; the next pass tries again');
+    }
+    if (!this.stopped) this.schedule();
+  }
+}

@@ -1,0 +1,93 @@
+import { createHash } from 'node:crypto';
+import { promisify } from 'node:util';
+import { brotliCompress, constants as zlibConstants, gzip } from 'node:zlib';
+import type { Kysely } from 'kysely';
+import { LRUCache } from 'lru-cache';
+import type { Config } from '../../config.ts';
+import { contentVersion } from '../../db/content-versions.ts';
+import type { Schema } from '../../db/schema.ts';
+import { streamEngrams } from './store.ts';
+import { engramJson, engramStructure } from './structure.ts';
+
+const brotli = promisify(brotliCompress);
+const gzipAsync = promisify(gzip);
+
+export type ListEncoding = 'br' | 'gzip';
+/** Bodies smaller than this are sent as they are: compressing them saves nothing worth the work. */
+export const COMPRESSION_THRESHOLD = 1024;
+
+/** One engram list as JSON, with its compressed forms, built from one version of the content. */
+export interface EngramListBody {
+  /** The content version it was built from (src/db/content-versions.ts). */
+  version: number;
+  /** Strong entity tag of the JSON (quoted); compressed forms append their coding. */
+  tag: string;
+  identity: Buffer;
+  br?: Buffer;
+  gzip?: Buffer;
+}
+
+/**
+ * The engram lists (all, or of a set of mods), serialised and compressed once and served from
+ * memory until any engram or mod changes on any instance: each request reads the shared change
+ * counter (one primary-key read) and rebuilds only when it moved. Bounded by bytes, least
+ * recently used first out.
+ */
+export class EngramLists {
+  private readonly bodies: LRUCache<string, EngramListBody>;
+  /** Builds under way, so a burst of requests after a change builds each list once. */
+  private readonly building = new Map<string, Promise<EngramListBody>>();
+
+  constructor(
+    private readonly db: () => Kysely<Schema>,
+    private readonly config: Config,
+    maxBytes = 64 * 1024 * 1024,
+  ) {
+    this.bodies = new LRUCache({
+      maxSize: maxBytes,
+      sizeCalculation: (body) => body.identity.length + (body.br?.length ?? 0) + (body.gzip?.length ?? 0),
+    });
+  }
+
+  /** The list of every engram (modIds undefined) or of the engrams of these mods. */
+  async list(modIds: readonly string[] | undefined): Promise<EngramListBody> {
+    const key = modIds === undefined ? '*' : [...new Set(modIds)].sort().join(',');
+    const version = await contentVersion(this.db(), 'engrams');
+    const cached = this.bodies.get(key);
+    if (cached?.version === version) return cached;
+    const buildKey = `${version}:${key}`;
+    let pending = this.building.get(buildKey);
+    if (!pending) {
+      pending = this.build(modIds === undefined ? undefined : key.split(','), version).finally(() => this.building.delete(buildKey));
+      this.building.set(buildKey, pending);
+    }
+    const body = await pending;
+    // Another build from a newer version may have landed meanwhile: keep the newer one.
+    if ((this.bodies.get(key)?.version ?? -1) < body.version) this.bodies.set(key, body);
+    return body;
+  }
+
+  private async build(modIds: string[] | undefined, version: number): Promise<EngramListBody> {
+    // The version is read before the rows, so the rows are at least as new as it says; a change
+    // meanwhile moves the counter past it and the next request rebuilds.
+    const parts: string[] = [];
+    for await (const rows of streamEngrams(this.db(), modIds)) parts.push(rows.map((row) => engramJson(this.config, row)).join(','));
+    const identity = Buffer.from(`[${parts.join(',')}]`);
+    const tag = createHash('sha256').update(identity).digest('base64url').slice(0, 27);
+    if (identity.length < COMPRESSION_THRESHOLD) return { version, tag, identity };
+    const [br, gz] = await Promise.all([
+      // Quality 5 of 11: about as small as gzip's best at a fraction of brotli's top-quality time,
+      // so the first request after a change is not kept waiting.
+      brotli(identity, { params: { [zlibConstants.BROTLI_PARAM_QUALITY]: 5, [zlibConstants.BROTLI_PARAM_SIZE_HINT]: identity.length } }),
+      gzipAsync(identity, { level: 6 }),
+    ]);
+    return { version, tag, identity, br, gzip: gz };
+  }
+}
+
+/** The engrams of one mod as structures, by label: what its spawn-code page shows. */
+export async function engramsOfMod(db: Kysely<Schema>, config: Config, modId: string) {
+  const engrams = [];
+  for await (const rows of streamEngrams(db, [modId])) engrams.push(...rows.map((row) => engramStructure(config, row)));
+  return engrams.sort((a, b) => a.label.localeCompare(b.label));
+}

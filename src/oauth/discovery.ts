@@ -1,0 +1,41 @@
+import type { FastifyInstance } from 'fastify';
+import { RESPONSE_TYPES } from './authorize.ts';
+import { CLIENT_AUTH_METHODS } from './client-auth.ts';
+import { CODE_CHALLENGE_METHODS } from './pkce.ts';
+import { discoverySchema } from './schemas.ts';
+import { SCOPES } from './scopes.ts';
+import { GRANT_TYPES } from './token-endpoint.ts';
+
+/**
+ * The authorization server metadata (RFC 8414), built from BASE_URL and from the modules that
+ * implement each capability, so it cannot drift from what the endpoints accept.
+ */
+export function authorizationServerMetadata(baseUrl: string) {
+  return {
+    issuer: baseUrl,
+    authorization_endpoint: `${baseUrl}/v4/login`,
+    token_endpoint: `${baseUrl}/v4/login`,
+    device_authorization_endpoint: `${baseUrl}/v4/device`,
+    revocation_endpoint: `${baseUrl}/v4/revoke`,
+    introspection_endpoint: `${baseUrl}/v4/introspect`,
+    scopes_supported: Object.keys(SCOPES),
+    response_types_supported: [...RESPONSE_TYPES],
+    response_modes_supported: ['query'],
+    grant_types_supported: GRANT_TYPES,
+    code_challenge_methods_supported: [...CODE_CHALLENGE_METHODS],
+    token_endpoint_auth_methods_supported: [...CLIENT_AUTH_METHODS],
+    revocation_endpoint_auth_methods_supported: [...CLIENT_AUTH_METHODS],
+    introspection_endpoint_auth_methods_supported: [...CLIENT_AUTH_METHODS],
+    authorization_response_iss_parameter_supported: true,
+    service_documentation: `${baseUrl}/v4/docs`,
+  };
+}
+
+/** GET /.well-known/oauth-authorization-server: what a client configured by discovery reads. */
+export async function discoveryRoute(app: FastifyInstance): Promise<void> {
+  const metadata = authorizationServerMetadata(app.config.baseUrl);
+  app.get('/.well-known/oauth-authorization-server', { schema: discoverySchema }, async (_request, reply) =>
+    // It changes only with a new deployment; an hour of caching spares clients a request per sign-in.
+    reply.header('cache-control', 'public, max-age=3600').send(metadata),
+  );
+}

@@ -1,0 +1,242 @@
+/**
+ * Security events (DESIGN "Operations"): every kind is recorded once per occurrence, with the
+ * user, the application, the client IP and the time, stored and logged as one JSON line, and
+ * never carrying a secret. Driven through the real pages, endpoints and admin CLI.
+ */
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { after, before, describe, test } from 'node:test';
+import { listSecurityEvents, SECURITY_EVENT_KINDS, type SecurityEvent } from '../../src/accounts/security-events.ts';
+import { newTotpSecret, totpCode } from '../../src/accounts/totp.ts';
+import { authorize, FormClient, newAccount, newApp, pkcePair, REDIRECT_URI, startLogin, tokenRequest, tokensThroughPages } from '../helpers/oauth.ts';
+import { freshDatabase, startServer, type TestDatabase, type TestServer } from '../helpers/server.ts';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+/** Wrong passwords an account may have per 15 minutes (src/web/sign-in.ts). */
+const PASSWORD_FAILURES_ALLOWED = 10;
+
+function admin(databaseUrl: string, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile('node_modules/.bin/tsx', ['src/cli/admin.ts', ...args], { env: { ...process.env, DATABASE_URL: databaseUrl }, timeout: 60_000 }, (error, stdout, stderr) =>
+      resolve({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout, stderr }),
+    );
+  });
+}
+
+describe('security events', () => {
+  let database: TestDatabase;
+  let server: TestServer;
+  const started = Date.now();
+  /** Every secret the tests below used; none may appear in an event or a log line. */
+  const secrets: [string, string][] = [];
+  const remember = (name: string, value: string | null | undefined) => {
+    if (value) secrets.push([name, value]);
+  };
+
+  before(async () => {
+    database = await freshDatabase();
+    server = await startServer({ database });
+  });
+  after(async () => {
+    await server?.close();
+    await database?.drop();
+  });
+
+  const events = () => listSecurityEvents(server.app.database.db);
+
+  /** The one event of `kind` (for `userId` when given), checked for time, IP and its log line. */
+  async function onlyEvent(kind: string, filter: { userId?: string; clientId?: string } = {}, ip: string | null = '127.0.0.1'): Promise<SecurityEvent> {
+    const matching = (await events()).filter((e) => e.kind === kind && (!filter.userId || e.userId === filter.userId) && (!filter.clientId || e.clientId === filter.clientId));
+    assert.equal(matching.length, 1, `one ${kind} event: ${JSON.stringify(matching)}`);
+    const [event] = matching;
+    assert.ok(event!.createdAt >= started && event!.createdAt <= Date.now(), 'recorded now');
+    assert.equal(event!.ip, ip);
+    if (filter.userId) assert.equal(event!.userId, filter.userId);
+    if (filter.clientId) assert.equal(event!.clientId, filter.clientId);
+    if (ip !== null) {
+      const lines = server.logs.map((line) => JSON.parse(line)).filter((line) => line.eventId === event!.eventId);
+      assert.equal(lines.length, 1, `${kind} is logged as one line`);
+      assert.equal(lines[0].securityEvent, kind);
+      assert.equal(lines[0].ip, ip);
+      assert.equal(lines[0].userId, event!.userId);
+      assert.equal(lines[0].clientId, event!.clientId);
+    }
+    return event!;
+  }
+
+  test('sign-in: a wrong password, then the right one, through the login pages', async () => {
+    const app = await newApp(server);
+    const account = await newAccount(server);
+    remember('password', account.password);
+    const { challenge } = pkcePair();
+    const browser = new FormClient(server);
+    const page = await startLogin(server, { client_id: app.clientId, code_challenge: challenge });
+    const wrong = await browser.submit(page, { username: account.username, password: 'not the password' });
+    assert.equal(wrong.status, 401);
+    remember('wrong password', 'not the password');
+    const right = await browser.submit(page, { username: account.username, password: account.password });
+    assert.equal(right.status, 303);
+    const failed = await onlyEvent('sign_in_failed', { userId: account.userId, clientId: app.clientId });
+    assert.equal(failed.details.reason, 'wrong_password');
+    await onlyEvent('sign_in_succeeded', { userId: account.userId, clientId: app.clientId });
+  });
+
+  test('lockout: attempts past the per-account limit are refused and recorded once', async () => {
+    const app = await newApp(server);
+    const account = await newAccount(server);
+    const { challenge } = pkcePair();
+    const page = await startLogin(server, { client_id: app.clientId, code_challenge: challenge });
+    const browser = new FormClient(server);
+    for (let i = 0; i < PASSWORD_FAILURES_ALLOWED; i++) {
+      assert.equal((await browser.submit(page, { username: account.username, password: `wrong ${i}` })).status, 401);
+    }
+    for (let i = 0; i < 3; i++) {
+      const refused = await browser.submit(page, { username: account.username, password: account.password });
+      assert.equal(refused.status, 429);
+    }
+    // Refused attempts can be repeated without limit: one event a minute, not one per request.
+    const locked = await onlyEvent('sign_in_locked_out', { userId: account.userId, clientId: app.clientId });
+    assert.equal(locked.details.step, 'password');
+    assert.equal((await events()).filter((e) => e.kind === 'sign_in_failed' && e.userId === account.userId).length, PASSWORD_FAILURES_ALLOWED);
+  });
+
+  test('a wrong two-step code', async () => {
+    const app = await newApp(server);
+    const secret = newTotpSecret();
+    remember('totp secret', secret);
+    const account = await newAccount(server, { totpSecret: secret });
+    const { challenge } = pkcePair();
+    const page = await startLogin(server, { client_id: app.clientId, code_challenge: challenge });
+    const browser = new FormClient(server);
+    assert.equal((await browser.submit(page, { username: account.username, password: account.password })).status, 303);
+    const wrongCode = totpCode(secret, Date.now() + 5 * 60_000);
+    const refused = await browser.submit(page, { code: wrongCode });
+    assert.equal(refused.status, 401);
+    await onlyEvent('two_step_failed', { userId: account.userId, clientId: app.clientId });
+    assert.equal((await events()).filter((e) => e.userId === account.userId && e.kind === 'sign_in_succeeded').length, 0, 'not signed in yet');
+  });
+
+  test('refresh-token reuse revokes the session and is recorded with it', async () => {
+    const app = await newApp(server);
+    const account = await newAccount(server);
+    const tokens = await tokensThroughPages(server, app, account);
+    remember('access token', tokens.access_token);
+    remember('refresh token', tokens.refresh_token);
+    const refreshed = await tokenRequest(server, { grant_type: 'refresh_token', client_id: app.clientId, refresh_token: tokens.refresh_token });
+    assert.equal(refreshed.status, 200);
+    remember('second refresh token', refreshed.body.refresh_token);
+    const reused = await tokenRequest(server, { grant_type: 'refresh_token', client_id: app.clientId, refresh_token: tokens.refresh_token });
+    assert.equal(reused.body.error, 'invalid_grant');
+    const event = await onlyEvent('refresh_token_reused', { userId: account.userId, clientId: app.clientId });
+    assert.equal(event.details.session_revoked, true);
+    assert.match(String(event.details.session_id), UUID);
+    const after = await server.request('GET', '/v4/user', { headers: { authorization: `Bearer ${refreshed.body.access_token}` } });
+    assert.equal(after.status, 401, 'the session is revoked');
+  });
+
+  test('a replayed authorization code revokes its session and is recorded', async () => {
+    const app = await newApp(server);
+    const account = await newAccount(server);
+    const { verifier, challenge } = pkcePair();
+    const back = await authorize(server, { clientId: app.clientId, challenge, username: account.username, password: account.password });
+    const code = back.searchParams.get('code')!;
+    remember('authorization code', code);
+    remember('code verifier', verifier);
+    const exchange = () => tokenRequest(server, { grant_type: 'authorization_code', client_id: app.clientId, code, redirect_uri: REDIRECT_URI, code_verifier: verifier });
+    const first = await exchange();
+    assert.equal(first.status, 200);
+    remember('access token 2', first.body.access_token);
+    const replay = await exchange();
+    assert.equal(replay.body.error, 'invalid_grant');
+    const event = await onlyEvent('authorization_code_replayed', { userId: account.userId, clientId: app.clientId });
+    assert.equal(event.details.session_revoked, true);
+  });
+
+  test('a failed client authentication (wrong secret, by Basic) names the client; a burst of them is one event', async () => {
+    const app = await newApp(server, { confidential: true });
+    remember('client secret', app.clientSecret);
+    remember('wrong client secret', 'wrong-secret-value-123');
+    const basic = Buffer.from(`${app.clientId}:wrong-secret-value-123`).toString('base64');
+    for (let i = 0; i < 3; i++) {
+      const reply = await tokenRequest(server, { grant_type: 'refresh_token', refresh_token: 'whatever-refresh-token' }, { authorization: `Basic ${basic}` });
+      assert.equal(reply.status, 401);
+    }
+    const event = await onlyEvent('client_authentication_failed', { clientId: app.clientId });
+    assert.equal(event.userId, null);
+    assert.equal(event.details.endpoint, '/v4/login');
+  });
+
+  test('the account page: ending a session and a device trust, turning two-step on and off, changing the password', async () => {
+    const app = await newApp(server);
+    const secret = newTotpSecret();
+    remember('totp secret 2', secret);
+    const account = await newAccount(server, { totpSecret: secret });
+    // A trusted device and a session, through the login pages.
+    const { verifier, challenge } = pkcePair();
+    const back = await authorize(server, { clientId: app.clientId, challenge, username: account.username, password: account.password, deviceId: 'device-1', totpCode: () => totpCode(secret, Date.now() - 30_000) });
+    const exchanged = await tokenRequest(server, { grant_type: 'authorization_code', client_id: app.clientId, code: back.searchParams.get('code')!, redirect_uri: REDIRECT_URI, code_verifier: verifier, device_id: 'device-1' });
+    assert.equal(exchanged.status, 200, exchanged.text);
+    remember('access token 3', exchanged.body.access_token);
+
+    const browser = new FormClient(server);
+    assert.equal((await browser.fetch('/account')).location, '/account/sign-in');
+    assert.equal((await browser.submit('/account/sign-in', { username: account.username, password: account.password })).status, 303);
+    assert.equal((await browser.submit('/account/sign-in', { code: totpCode(secret) })).status, 303);
+    let page = await browser.fetch('/account');
+    assert.equal(page.status, 200, page.text);
+
+    const sessionId = /name="end_session" value="([^"]+)"/.exec(page.text)?.[1];
+    assert.match(sessionId ?? '', UUID);
+    assert.equal((await browser.submitOn(page.text, { end_session: sessionId! }, /sessions$/)).status, 303);
+    await onlyEvent('session_ended', { userId: account.userId, clientId: app.clientId });
+
+    page = await browser.fetch('/account');
+    const trustId = /name="end_trust" value="([^"]+)"/.exec(page.text)?.[1];
+    assert.ok(trustId);
+    assert.equal((await browser.submitOn(page.text, { end_trust: trustId }, /devices$/)).status, 303);
+    await onlyEvent('device_trust_ended', { userId: account.userId });
+
+    page = await browser.fetch('/account');
+    assert.equal((await browser.submitOn(page.text, { code: totpCode(secret, Date.now() + 30_000), two_step: 'off' }, /two-step$/)).status, 303);
+    await onlyEvent('two_step_disabled', { userId: account.userId });
+
+    page = await browser.fetch('/account');
+    const uri = /id="otpauth-uri">([^<]+)</.exec(page.text)?.[1]?.replace(/&amp;/g, '&');
+    const newSecret = new URL(uri!).searchParams.get('secret')!;
+    remember('new totp secret', newSecret);
+    assert.equal((await browser.submitOn(page.text, { code: totpCode(newSecret), two_step: 'on' }, /two-step$/)).status, 303);
+    await onlyEvent('two_step_enabled', { userId: account.userId });
+
+    page = await browser.fetch('/account');
+    remember('new password', 'a brand new password');
+    assert.equal((await browser.submitOn(page.text, { current_password: account.password, new_password: 'a brand new password' }, /password$/)).status, 303);
+    const changed = await onlyEvent('password_changed', { userId: account.userId });
+    assert.equal(changed.details.page, 'account');
+    const signIns = (await events()).filter((e) => e.kind === 'sign_in_succeeded' && e.userId === account.userId);
+    assert.deepEqual(signIns.map((e) => e.details.page).sort(), ['account', 'sign_in']);
+  });
+
+  test('applications created and deleted with the admin CLI (no IP: not a request)', async () => {
+    const created = await admin(database.url, 'app', 'create', '--name', 'Evented', '--redirect-uri', REDIRECT_URI, '--confidential', '--json');
+    assert.equal(created.code, 0, created.stderr);
+    const { client_id: clientId, client_secret: clientSecret } = JSON.parse(created.stdout);
+    remember('cli client secret', clientSecret);
+    const deleted = await admin(database.url, 'app', 'delete', clientId);
+    assert.equal(deleted.code, 0, deleted.stderr);
+    const made = await onlyEvent('application_created', { clientId }, null);
+    assert.equal(made.details.name, 'Evented');
+    await onlyEvent('application_deleted', { clientId }, null);
+  });
+
+  test('every kind was seen, and no event or log line holds a secret', async () => {
+    const all = await events();
+    for (const kind of SECURITY_EVENT_KINDS) assert.ok(all.some((e) => e.kind === kind), `no ${kind} event`);
+    const stored = JSON.stringify(await server.app.database.db.selectFrom('security_events').selectAll().execute());
+    const logged = server.logs.join('\n');
+    assert.ok(secrets.length >= 12, `collected ${secrets.length} secrets`);
+    for (const [name, value] of secrets) {
+      assert.ok(!stored.includes(value), `${name} is in a stored event`);
+      assert.ok(!logged.includes(value), `${name} is in the logs`);
+    }
+  });
+});

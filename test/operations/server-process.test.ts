@@ -1,0 +1,169 @@
+/**
+ * The production server as operators run it: the compiled output (`npm run build`, what `npm start`
+ * runs with plain node) and WORKERS (DESIGN "Operational contract"): several workers serve one port,
+ * a worker that dies is replaced without losing service, /metrics adds up every worker, and SIGTERM
+ * stops them all with exit code 0.
+ */
+import assert from 'node:assert/strict';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { freshDatabase, send, type TestDatabase } from '../helpers/server.ts';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const CONFIG_KEYS = ['PORT', 'HOST', 'BASE_URL', 'DATABASE_URL', 'REDIS_URL', 'RATE_LIMIT_V1', 'RATE_LIMIT_V4', 'TRUST_PROXY', 'LOG_LEVEL', 'WORKERS', 'METRICS_TOKEN'];
+const METRICS_TOKEN = 'a-long-random-metrics-token';
+const TIMEOUT_MS = 60_000;
+
+interface Cluster {
+  child: ChildProcess;
+  url: string;
+  output: () => string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** Process ids of the workers that logged "Server listening". */
+  workerPids: () => number[];
+}
+
+let build: string;
+let database: TestDatabase;
+const started = new Set<ChildProcess>();
+
+before(() => {
+  // Inside the repository (.scratch/ is ignored by git), so the build finds node_modules and
+  // package.json's "type": "module" as dist/ does.
+  mkdirSync(join(ROOT, '.scratch'), { recursive: true });
+  build = mkdtempSync(join(ROOT, '.scratch', 'build-'));
+  execFileSync(process.execPath, ['scripts/build.mjs', build], { cwd: ROOT, stdio: 'pipe' });
+});
+
+after(async () => {
+  for (const child of started) if (child.exitCode === null) child.kill('SIGKILL');
+  rmSync(build, { recursive: true, force: true });
+  await database?.drop();
+});
+
+async function startCluster(env: Record<string, string>): Promise<Cluster> {
+  database ??= await freshDatabase();
+  const base = Object.fromEntries(Object.entries(process.env).filter(([key]) => !CONFIG_KEYS.includes(key)));
+  const child = spawn(process.execPath, [join(build, 'server.js')], {
+    cwd: ROOT,
+    env: { ...base, PORT: '0', DATABASE_URL: database.url, METRICS_TOKEN, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  started.add(child);
+  let output = '';
+  child.stdout!.on('data', (chunk) => (output += chunk));
+  child.stderr!.on('data', (chunk) => (output += chunk));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) => child.on('exit', (code, signal) => done({ code, signal })));
+  const workerPids = () =>
+    output
+      .split('\n')
+      .filter((line) => line.includes('Server listening at'))
+      .map((line) => JSON.parse(line).pid as number);
+  const expected = Number(env.WORKERS ?? 1);
+  const deadline = Date.now() + TIMEOUT_MS;
+  while (workerPids().length < expected) {
+    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`cluster did not start:\n${output}`);
+    await new Promise((done) => setTimeout(done, 50));
+  }
+  const url = /Server listening at (http:\/\/[^"\s]+)/.exec(output)![1]!;
+  return { child, url, output: () => output, exited, workerPids };
+}
+
+/** The pids that answered `count` requests for GET /, from the request log lines (one per request). */
+async function answeringPids(cluster: Cluster, count: number): Promise<Set<number>> {
+  const before = cluster.output().length;
+  for (let i = 0; i < count; i++) {
+    // A new connection per request: the primary hands connections to the workers in turn.
+    const reply = await send(cluster.url, 'GET', '/', { headers: { connection: 'close' } });
+    assert.equal(reply.status, 200);
+  }
+  await new Promise((done) => setTimeout(done, 300));
+  const lines = cluster.output().slice(before).split('\n').filter((line) => line.includes('"path":"/"'));
+  return new Set(lines.map((line) => JSON.parse(line).pid as number));
+}
+
+function metricValue(text: string, name: string, labels: string): number {
+  const line = text.split('\n').find((l) => l.startsWith(`${name}{`) && l.includes(labels));
+  return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1));
+}
+
+describe('the compiled server with WORKERS=2', { timeout: 180_000 }, () => {
+  let cluster: Cluster;
+
+  before(async () => {
+    // LOG_LEVEL info: the request lines name the worker (pid) that answered.
+    cluster = await startCluster({ WORKERS: '2', LOG_LEVEL: 'info' });
+  });
+
+  test('serves pages from the compiled output (templates and stylesheet found beside it)', async () => {
+    const home = await send(cluster.url, 'GET', '/');
+    assert.equal(home.status, 200);
+    assert.match(home.text, /href="\/v4\/docs"/);
+    assert.equal((await send(cluster.url, 'GET', '/assets/site.css')).status, 200);
+  });
+
+  test('both workers answer requests on the one port', async () => {
+    const workers = cluster.workerPids();
+    assert.equal(new Set(workers).size, 2);
+    const pids = await answeringPids(cluster, 12);
+    assert.deepEqual([...pids].sort(), [...workers].sort());
+  });
+
+  test('/metrics adds up the requests of every worker', async () => {
+    const metrics = () => send(cluster.url, 'GET', '/metrics', { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
+    const first = await metrics();
+    assert.equal(first.status, 200, first.text);
+    const before = metricValue(first.text, 'http_requests_total', 'route="/",status="200"');
+    await answeringPids(cluster, 10);
+    const second = await metrics();
+    assert.equal(metricValue(second.text, 'http_requests_total', 'route="/",status="200"'), before + 10);
+    assert.ok(metricValue(second.text, 'process_cpu_user_seconds_total', '') >= 0);
+    assert.match(second.text, /^process_resident_memory_bytes \d+/m);
+  });
+
+  test('a worker killed mid-service is replaced and no request fails meanwhile', async () => {
+    const [victim, survivor] = cluster.workerPids().slice(-2);
+    process.kill(victim!, 'SIGKILL');
+    // A connection handed to the victim in the instant it died is lost with it; from the moment
+    // the primary knows, every request is answered (by the survivor until the replacement listens).
+    const deadline = Date.now() + 30_000;
+    while (!cluster.output().includes('a worker stopped; starting another')) {
+      assert.ok(Date.now() < deadline, `the primary did not notice:\n${cluster.output()}`);
+      await new Promise((done) => setTimeout(done, 10));
+    }
+    const failures: string[] = [];
+    let answered = 0;
+    while (cluster.workerPids().length < 3 || answered < 5) {
+      assert.ok(Date.now() < deadline, `no replacement worker:\n${cluster.output()}`);
+      const reply = await send(cluster.url, 'GET', '/healthz', { headers: { connection: 'close' } }).catch((error: Error) => ({ status: 0, text: error.message }));
+      if (reply.status === 200) answered++;
+      else failures.push(`${reply.status} ${reply.text}`);
+    }
+    assert.deepEqual(failures, []);
+    const replacement = cluster.workerPids().at(-1)!;
+    assert.notEqual(replacement, victim);
+    const pids = await answeringPids(cluster, 12);
+    assert.deepEqual([...pids].sort(), [survivor!, replacement].sort());
+  });
+
+  test('SIGTERM stops every worker and exits 0', async () => {
+    const workers = cluster.workerPids().slice(-2);
+    cluster.child.kill('SIGTERM');
+    const { code, signal } = await cluster.exited;
+    assert.deepEqual({ code, signal }, { code: 0, signal: null }, cluster.output());
+    for (const pid of workers) assert.throws(() => process.kill(pid, 0), /ESRCH/, `worker ${pid} still runs`);
+    await assert.rejects(send(cluster.url, 'GET', '/healthz'));
+  });
+});
+
+describe('the compiled server with WORKERS=1', { timeout: 120_000 }, () => {
+  test('serves in one process and stops on SIGTERM with exit 0', async () => {
+    const single = await startCluster({ WORKERS: '1', LOG_LEVEL: 'info' });
+    assert.deepEqual(single.workerPids(), [single.child.pid]);
+    assert.equal((await send(single.url, 'GET', '/healthz')).status, 200);
+    single.child.kill('SIGTERM');
+    assert.deepEqual(await single.exited, { code: 0, signal: null });
+  });
+});
