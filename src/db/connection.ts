@@ -1,10 +1,10 @@
 import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import { dirname } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
-import { Kysely, PostgresDialect, SqliteDialect, sql, type SqliteDatabase } from 'kysely';
-import { LRUCache } from 'lru-cache';
+import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import type { Schema } from './schema.ts';
+import { SqliteConnectionsDialect, StatementCache, WriteLock } from './sqlite-driver.ts';
 
 export type DatabaseKind = 'sqlite' | 'postgres';
 export type DatabaseTarget = { kind: 'sqlite'; path: string } | { kind: 'postgres'; url: string };
@@ -14,7 +14,7 @@ export interface Database {
   kind: DatabaseKind;
   /** Resolves when the database answers a trivial query. */
   ping(): Promise<void>;
-  /** Connections of the pool by state (SQLite: its one connection, never waited for). */
+  /** Connections of the pool by state (SQLite: its writer, busy while a transaction is open, and its reader). */
   poolStats(): { total: number; idle: number; waiting: number };
   /**
    * Copies the database, consistently, while it is in use (SQLite's online backup API), to a new
@@ -34,12 +34,19 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
 export function openDatabase(target: DatabaseTarget): Database {
   if (target.kind === 'sqlite') {
     const connection = sqliteConnection(target.path);
-    const db = new Kysely<Schema>({ dialect: new SqliteDialect({ database: withStatementCache(connection) }) });
+    // An in-memory database exists once per connection: there, one connection does both jobs.
+    const reader = target.path === ':memory:' ? connection : sqliteConnection(target.path, { readonly: true });
+    const connections = { writer: new StatementCache(connection), reader: new StatementCache(reader), lock: new WriteLock() };
+    const db = new Kysely<Schema>({ dialect: new SqliteConnectionsDialect(connections) });
     return {
       db,
       kind: 'sqlite',
       ping: () => ping(db),
-      poolStats: () => ({ total: connection.open ? 1 : 0, idle: connection.open ? 1 : 0, waiting: 0 }),
+      poolStats: () => {
+        if (!connection.open) return { total: 0, idle: 0, waiting: 0 };
+        const total = reader === connection ? 1 : 2;
+        return { total, idle: connections.lock.held ? total - 1 : total, waiting: 0 };
+      },
       async backup(path) {
         if (existsSync(path)) throw new BackupError(`${path} exists already; choose a new file`);
         // Written beside the target and renamed when complete, so a failed backup leaves no
@@ -73,7 +80,12 @@ async function ping(db: Kysely<Schema>): Promise<void> {
   await sql`select 1`.execute(db);
 }
 
-function sqliteConnection(path: string): BetterSqlite3.Database {
+function sqliteConnection(path: string, options: { readonly?: boolean } = {}): BetterSqlite3.Database {
+  if (options.readonly) {
+    const connection = new BetterSqlite3(path, { readonly: true });
+    connection.pragma('busy_timeout = 5000');
+    return connection;
+  }
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
   const connection = new BetterSqlite3(path);
   connection.pragma('journal_mode = WAL');
@@ -81,27 +93,6 @@ function sqliteConnection(path: string): BetterSqlite3.Database {
   connection.pragma('foreign_keys = ON');
   connection.pragma('busy_timeout = 5000');
   return connection;
-}
-
-type Statement = ReturnType<SqliteDatabase['prepare']> & { busy?: boolean };
-
-/**
- * Kysely prepares every query anew, which was the largest single cost of a simple GET on SQLite.
- * The service's queries are a small fixed set of SQL texts, so prepared statements are kept and
- * reused; one still iterating (a stream) is never handed out twice.
- */
-function withStatementCache(connection: BetterSqlite3.Database, max = 500): SqliteDatabase {
-  const statements = new LRUCache<string, Statement>({ max });
-  return {
-    close: () => connection.close(),
-    prepare(text: string) {
-      const cached = statements.get(text);
-      if (cached && !cached.busy) return cached;
-      const statement = connection.prepare(text) as Statement;
-      if (!cached) statements.set(text, statement);
-      return statement;
-    },
-  };
 }
 
 function postgresPool(url: string): pg.Pool {

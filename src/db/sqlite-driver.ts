@@ -1,0 +1,176 @@
+import type BetterSqlite3 from 'better-sqlite3';
+import {
+  CompiledQuery,
+  SelectQueryNode,
+  SqliteAdapter,
+  SqliteIntrospector,
+  SqliteQueryCompiler,
+  type DatabaseConnection,
+  type Dialect,
+  type Driver,
+  type Kysely,
+  type QueryResult,
+} from 'kysely';
+import { LRUCache } from 'lru-cache';
+
+/**
+ * One writer at a time, waited for without blocking the thread. Held only for a whole
+ * transaction (and by a lone write arriving while one is open), never by a read.
+ */
+export class WriteLock {
+  #held = false;
+  #waiting: Array<() => void> = [];
+
+  get held(): boolean {
+    return this.#held;
+  }
+
+  /** Resolves once the lock is this caller's. */
+  acquire(): Promise<void> {
+    if (!this.#held) {
+      this.#held = true;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => this.#waiting.push(resolve));
+  }
+
+  release(): void {
+    const next = this.#waiting.shift();
+    // Handed straight to the next waiter, so nobody slips in between.
+    if (next) next();
+    else this.#held = false;
+  }
+}
+
+type Statement = BetterSqlite3.Statement & { busy?: boolean };
+
+/**
+ * Kysely prepares every query anew, which was the largest single cost of a simple GET on SQLite.
+ * The service's queries are a small fixed set of SQL texts, so prepared statements are kept and
+ * reused, per connection.
+ */
+export class StatementCache {
+  readonly #statements: LRUCache<string, Statement>;
+
+  constructor(readonly connection: BetterSqlite3.Database, max = 500) {
+    this.#statements = new LRUCache({ max });
+  }
+
+  prepare(text: string): Statement {
+    const cached = this.#statements.get(text);
+    if (cached) return cached;
+    const statement = this.connection.prepare(text) as Statement;
+    this.#statements.set(text, statement);
+    return statement;
+  }
+}
+
+/**
+ * The two connections of an SQLite database in WAL mode: reads go to `reader` and never wait
+ * for a write transaction (WAL lets a reader see the last commit while a writer works); writes
+ * and every transaction go to `writer`, one transaction at a time under `lock`.
+ */
+export interface SqliteConnections {
+  writer: StatementCache;
+  reader: StatementCache;
+  lock: WriteLock;
+}
+
+function run(statements: StatementCache, { sql, parameters }: CompiledQuery): QueryResult<any> {
+  const statement = statements.prepare(sql);
+  if (statement.reader) return { rows: statement.all(parameters as unknown[]) };
+  const { changes, lastInsertRowid } = statement.run(parameters as unknown[]);
+  return { numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid), rows: [] };
+}
+
+class Connection implements DatabaseConnection {
+  inTransaction = false;
+
+  constructor(private readonly connections: SqliteConnections) {}
+
+  async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
+    const { writer, reader, lock } = this.connections;
+    if (this.inTransaction) return run(writer, query);
+    if (SelectQueryNode.is(query.query)) return run(reader, query);
+    // A write of its own must not land inside another caller's open transaction.
+    if (!lock.held) return run(writer, query);
+    await lock.acquire();
+    try {
+      return run(writer, query);
+    } finally {
+      lock.release();
+    }
+  }
+
+  // eslint-disable-next-line require-yield
+  async *streamQuery(): AsyncIterableIterator<QueryResult<any>> {
+    throw new Error('streaming is not used with SQLite here');
+  }
+}
+
+class Sqlite2Driver implements Driver {
+  constructor(private readonly connections: SqliteConnections) {}
+
+  async init(): Promise<void> {}
+
+  async acquireConnection(): Promise<DatabaseConnection> {
+    return new Connection(this.connections);
+  }
+
+  async beginTransaction(connection: Connection): Promise<void> {
+    await this.connections.lock.acquire();
+    try {
+      this.connections.writer.prepare('begin').run();
+    } catch (error) {
+      this.connections.lock.release();
+      throw error;
+    }
+    connection.inTransaction = true;
+  }
+
+  async commitTransaction(connection: Connection): Promise<void> {
+    this.#end(connection, 'commit');
+  }
+
+  async rollbackTransaction(connection: Connection): Promise<void> {
+    this.#end(connection, 'rollback');
+  }
+
+  #end(connection: Connection, how: 'commit' | 'rollback'): void {
+    try {
+      this.connections.writer.prepare(how).run();
+    } catch (error) {
+      // A failed commit leaves the transaction open: roll it back so the lock can go.
+      if (this.connections.writer.connection.inTransaction) this.connections.writer.connection.exec('rollback');
+      throw error;
+    } finally {
+      connection.inTransaction = false;
+      this.connections.lock.release();
+    }
+  }
+
+  async releaseConnection(): Promise<void> {}
+
+  async destroy(): Promise<void> {
+    const { reader, writer } = this.connections;
+    if (reader.connection !== writer.connection) reader.connection.close();
+    writer.connection.close();
+  }
+}
+
+/** Kysely's SQLite dialect on the reader and writer connections of `connections`. */
+export class SqliteConnectionsDialect implements Dialect {
+  constructor(private readonly connections: SqliteConnections) {}
+  createDriver(): Driver {
+    return new Sqlite2Driver(this.connections);
+  }
+  createQueryCompiler() {
+    return new SqliteQueryCompiler();
+  }
+  createAdapter() {
+    return new SqliteAdapter();
+  }
+  createIntrospector(db: Kysely<any>) {
+    return new SqliteIntrospector(db);
+  }
+}
