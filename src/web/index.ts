@@ -3,7 +3,7 @@ import csrf from '@fastify/csrf-protection';
 import formbody from '@fastify/formbody';
 import helmet from '@fastify/helmet';
 import type { FastifyError, FastifyInstance } from 'fastify';
-import { apiErrorForThrown } from '../http/error-handler.ts';
+import { apiErrorForThrown, sendError } from '../http/error-handler.ts';
 import { assetRoutes } from './assets.ts';
 import { devicePages } from './device-pages.ts';
 import { accountPages } from './account-pages.ts';
@@ -34,6 +34,9 @@ export async function webPages(web: FastifyInstance): Promise<void> {
 
   web.setErrorHandler((error: FastifyError, request, reply) => {
     const apiError = apiErrorForThrown(error, request);
+    // Only an origin-form target (/path) is a page; `GET *` reaches the home page's route but is
+    // no page request (asterisk-form is for OPTIONS alone): it gets the API's error body.
+    if (!request.url.startsWith('/')) return sendError(reply, apiError);
     if (error.code === 'FST_CSRF_INVALID_TOKEN' || error.code === 'FST_CSRF_MISSING_SECRET') {
       return sendMessage(reply, 'Please try again', 'This form was open too long or came from another site. Go back, reload the page and submit it again.', 403);
     }
