@@ -42,24 +42,22 @@ export class WriteLock {
   }
 }
 
-type Statement = BetterSqlite3.Statement & { busy?: boolean };
-
 /**
  * Kysely prepares every query anew, which was the largest single cost of a simple GET on SQLite.
  * The service's queries are a small fixed set of SQL texts, so prepared statements are kept and
  * reused, per connection.
  */
 export class StatementCache {
-  readonly #statements: LRUCache<string, Statement>;
+  readonly #statements: LRUCache<string, BetterSqlite3.Statement>;
 
   constructor(readonly connection: BetterSqlite3.Database, max = 500) {
     this.#statements = new LRUCache({ max });
   }
 
-  prepare(text: string): Statement {
+  prepare(text: string): BetterSqlite3.Statement {
     const cached = this.#statements.get(text);
     if (cached) return cached;
-    const statement = this.connection.prepare(text) as Statement;
+    const statement = this.connection.prepare(text);
     this.#statements.set(text, statement);
     return statement;
   }
@@ -102,13 +100,12 @@ class Connection implements DatabaseConnection {
     }
   }
 
-  // eslint-disable-next-line require-yield
   async *streamQuery(): AsyncIterableIterator<QueryResult<any>> {
     throw new Error('streaming is not used with SQLite here');
   }
 }
 
-class Sqlite2Driver implements Driver {
+class SqliteConnectionsDriver implements Driver {
   constructor(private readonly connections: SqliteConnections) {}
 
   async init(): Promise<void> {}
@@ -162,7 +159,7 @@ class Sqlite2Driver implements Driver {
 export class SqliteConnectionsDialect implements Dialect {
   constructor(private readonly connections: SqliteConnections) {}
   createDriver(): Driver {
-    return new Sqlite2Driver(this.connections);
+    return new SqliteConnectionsDriver(this.connections);
   }
   createQueryCompiler() {
     return new SqliteQueryCompiler();
