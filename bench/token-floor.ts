@@ -15,9 +15,10 @@ const connections = 10;
 const dir = mkdtempSync(join(tmpdir(), 'token-floor-'));
 const form = { 'content-type': 'application/x-www-form-urlencoded' };
 
-function refreshLoad(path: string, clientId: string, tokens: string[]): Load {
+function refreshLoad(path: string, clientId: string, tokens: string[], cycle = false): Load {
   let next = 0;
-  return { method: 'POST', path, headers: form, next: () => ({ body: new URLSearchParams({ grant_type: 'refresh_token', client_id: clientId, refresh_token: tokens[next++] ?? 'exhausted' }).toString() }) };
+  const token = () => (cycle ? tokens[next++ % tokens.length] : tokens[next++]) ?? 'exhausted';
+  return { method: 'POST', path, headers: form, next: () => ({ body: new URLSearchParams({ grant_type: 'refresh_token', client_id: clientId, refresh_token: token() }).toString() }) };
 }
 
 async function run(name: string, entry: string, env: Record<string, string>, probe: string, load: (path: string) => Load, path: string): Promise<void> {
@@ -33,13 +34,14 @@ async function run(name: string, entry: string, env: Record<string, string>, pro
 
 try {
   const database = join(dir, 'bench.db');
-  const secrets = await mintSecrets(`sqlite:${database}`, Math.max(40_000, seconds * 24_000));
+  const secrets = await mintSecrets(`sqlite:${database}`, Math.max(40_000, seconds * 36_000));
   let used = 0;
-  // Each measurement (a warm-up and a run per server) gets its own quarter of the single-use tokens.
-  const slice = () => secrets.refreshTokens.slice(used, (used += secrets.refreshTokens.length / 4));
+  // Each measurement (a warm-up and a run per server) gets its own sixth of the single-use tokens.
+  const slice = () => secrets.refreshTokens.slice(used, (used += secrets.refreshTokens.length / 6));
   const peerFile = join(dir, 'peer.json');
   console.log('| refresh_token grant | req/s | p50 ms | p99 ms | failed |\n|---|---:|---:|---:|---:|');
   await run('floor: Fastify + pino + raw SQLite, same statements', './bench/token-floor-server.ts', { DB: database }, '/', (path) => refreshLoad(path, secrets.clientId, slice()), '/v4/login');
+  await run('floor with a Map instead of SQLite (no storage cost)', './bench/token-floor-server.ts', { DB: database, STORE: 'memory' }, '/', (path) => refreshLoad(path, secrets.clientId, slice(), true), '/v4/login');
   await run(
     'the service (dist/server.js)',
     'dist/server.js',
@@ -52,7 +54,7 @@ try {
   await run(
     'node-oidc-provider 9, in memory',
     './bench/peer-oidc-provider.ts',
-    { PEER_SECRETS_FILE: peerFile, PEER_MINT: String(Math.max(20_000, seconds * 12_000)) },
+    { PEER_SECRETS_FILE: peerFile, PEER_MINT: String(Math.max(20_000, seconds * 20_000)) },
     '/.well-known/openid-configuration',
     (path) => {
       const peer = JSON.parse(readFileSync(peerFile, 'utf8')) as { clientId: string; refreshTokens: string[] };
