@@ -477,7 +477,7 @@ describe('simultaneous wrong passwords on two instances sharing Redis', () => {
     database = await freshDatabase();
     const namespace = `test:${randomBytes(6).toString('hex')}:`;
     for (let i = 0; i < 2; i++) servers.push(await startServer({ database, rateLimitNamespace: namespace, env: { REDIS_URL: 'redis://127.0.0.1:6379', TRUST_PROXY: 'true' } }));
-    await Promise.all(servers.map(redisReady));
+    await Promise.all(servers.map((server) => redisReady(server)));
   });
   after(async () => {
     for (const server of servers) await server.close();
