@@ -1,16 +1,19 @@
-// npx tsx bench/token-floor.ts [seconds]
+// npx tsx bench/token-floor.ts [seconds] [postgres://… (PostgreSQL instead of SQLite, in a fresh schema)]
 // An experiment behind issue 12's token target: in one run, the refresh_token grant of
 // token-floor-server.ts (the least the grant can cost on our schema), of the service, and of
 // node-oidc-provider 9 (in memory), each over its own single-use refresh tokens, 10 connections.
 // If the floor is not twice the peer, no work on the service's JavaScript can make it so.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
+import pg from 'pg';
 import { mintSecrets } from './fixtures.ts';
 import { measure, type Load } from './measure.ts';
 import { startProcess } from './processes.ts';
 
 const seconds = Number(process.argv[2] ?? 5);
+const postgres = process.argv[3];
 const connections = 10;
 const dir = mkdtempSync(join(tmpdir(), 'token-floor-'));
 const form = { 'content-type': 'application/x-www-form-urlencoded' };
@@ -32,20 +35,44 @@ async function run(name: string, entry: string, env: Record<string, string>, pro
   }
 }
 
+/** A schema of its own in the PostgreSQL database, dropped at the end. */
+async function freshSchema(url: string): Promise<{ url: string; drop: () => Promise<void> }> {
+  const schema = `bench_${randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: url });
+  await admin.connect();
+  await admin.query(`create schema ${schema}`);
+  const scoped = new URL(url);
+  scoped.searchParams.set('options', `-c search_path=${schema},public`);
+  return {
+    url: scoped.toString(),
+    drop: async () => {
+      await admin.query(`drop schema ${schema} cascade`);
+      await admin.end();
+    },
+  };
+}
+
+const scoped = postgres ? await freshSchema(postgres) : undefined;
 try {
   const database = join(dir, 'bench.db');
-  const secrets = await mintSecrets(`sqlite:${database}`, Math.max(40_000, seconds * 36_000));
+  const databaseUrl = scoped?.url ?? `sqlite:${database}`;
+  const secrets = await mintSecrets(databaseUrl, Math.max(40_000, seconds * (postgres ? 12_000 : 36_000)));
   let used = 0;
   // Each measurement (a warm-up and a run per server) gets its own sixth of the single-use tokens.
   const slice = () => secrets.refreshTokens.slice(used, (used += secrets.refreshTokens.length / 6));
   const peerFile = join(dir, 'peer.json');
   console.log('| refresh_token grant | req/s | p50 ms | p99 ms | failed |\n|---|---:|---:|---:|---:|');
-  await run('floor: Fastify + pino + raw SQLite, same statements', './bench/token-floor-server.ts', { DB: database }, '/', (path) => refreshLoad(path, secrets.clientId, slice()), '/v4/login');
-  await run('floor with a Map instead of SQLite (no storage cost)', './bench/token-floor-server.ts', { DB: database, STORE: 'memory' }, '/', (path) => refreshLoad(path, secrets.clientId, slice(), true), '/v4/login');
+  if (scoped) {
+    await run('floor: Fastify + pino + node-postgres, the same six round trips', './bench/token-floor-pg-server.ts', { DATABASE_URL: scoped.url, ROTATION: 'transaction' }, '/', (path) => refreshLoad(path, secrets.clientId, slice()), '/v4/login');
+    await run('floor: Fastify + pino + node-postgres, the rotation in one statement', './bench/token-floor-pg-server.ts', { DATABASE_URL: scoped.url, ROTATION: 'statement' }, '/', (path) => refreshLoad(path, secrets.clientId, slice()), '/v4/login');
+  } else {
+    await run('floor: Fastify + pino + raw SQLite, same statements', './bench/token-floor-server.ts', { DB: database }, '/', (path) => refreshLoad(path, secrets.clientId, slice()), '/v4/login');
+    await run('floor with a Map instead of SQLite (no storage cost)', './bench/token-floor-server.ts', { DB: database, STORE: 'memory' }, '/', (path) => refreshLoad(path, secrets.clientId, slice(), true), '/v4/login');
+  }
   await run(
     'the service (dist/server.js)',
     'dist/server.js',
-    { DATABASE_URL: `sqlite:${database}`, BASE_URL: 'https://bench.example', RATE_LIMIT_V1: '1000000000', RATE_LIMIT_V4: '1000000000', LOG_LEVEL: 'info' },
+    { DATABASE_URL: databaseUrl, BASE_URL: 'https://bench.example', RATE_LIMIT_V1: '1000000000', RATE_LIMIT_V4: '1000000000', LOG_LEVEL: 'info' },
     '/healthz',
     (path) => refreshLoad(path, secrets.clientId, slice()),
     '/v4/login',
@@ -64,4 +91,5 @@ try {
   );
 } finally {
   rmSync(dir, { recursive: true, force: true });
+  await scoped?.drop();
 }

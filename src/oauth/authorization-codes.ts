@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import { reusableQuery } from '../db/reusable-query.ts';
 import type { Schema } from '../db/schema.ts';
 import { hashSecret, newSecret } from './secrets.ts';
 
@@ -41,13 +42,21 @@ export async function issueAuthorizationCode(db: Kysely<Schema>, grant: CodeGran
  * time) and, finding the code used, can revoke the session, which is committed by then.
  */
 export async function claimAuthorizationCode(db: Kysely<Schema>, codeHash: string, sessionId: string, now: number): Promise<boolean> {
-  const claimed = await db
-    .updateTable('authorization_codes')
-    .set({ used_at: now, session_id: sessionId })
-    .where('code_hash', '=', codeHash)
-    .where('used_at', 'is', null)
-    .executeTakeFirst();
-  return claimed.numUpdatedRows > 0n;
+  const claimed = await claimCode(db, { codeHash, sessionId, now });
+  return claimed.length > 0;
+}
+
+// The token endpoint's statements are compiled once: building them per request cost more than running them.
+const claimCode = reusableQuery((db: Kysely<Schema>, { codeHash, sessionId, now }: { codeHash: string; sessionId: string; now: number }) =>
+  db.updateTable('authorization_codes').set({ used_at: now, session_id: sessionId }).where('code_hash', '=', codeHash).where('used_at', 'is', null).returning('code_hash'),
+);
+
+const codeByHash = reusableQuery((db: Kysely<Schema>, { codeHash }: { codeHash: string }) => db.selectFrom('authorization_codes').selectAll().where('code_hash', '=', codeHash));
+
+/** The stored code with this hash, used or not. */
+export async function findAuthorizationCode(db: Kysely<Schema>, codeHash: string) {
+  const [row] = await codeByHash(db, { codeHash });
+  return row;
 }
 
 /** The session a used code was exchanged for. */

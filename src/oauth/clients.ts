@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
+import { reusableQuery } from '../db/reusable-query.ts';
 import type { Schema } from '../db/schema.ts';
 import { isUuid, normalizeUuid } from '../http/uuid.ts';
 import { parseScopes } from './scopes.ts';
@@ -61,9 +62,13 @@ function checkRedirectUri(uri: string): void {
   if (['javascript:', 'data:', 'file:'].includes(url.protocol)) throw new InvalidApplicationError(`Redirect URI ${uri} has a forbidden scheme`);
 }
 
+const applicationById = reusableQuery((db: Kysely<Schema>, { clientId }: { clientId: string }) =>
+  db.selectFrom('applications').selectAll().where('client_id', '=', clientId),
+);
+
 export async function findApplication(db: Kysely<Schema>, clientId: unknown): Promise<Application | undefined> {
   if (!isUuid(clientId)) return undefined;
-  const row = await db.selectFrom('applications').selectAll().where('client_id', '=', normalizeUuid(clientId)).executeTakeFirst();
+  const [row] = await applicationById(db, { clientId: normalizeUuid(clientId) });
   return row && toApplication(row);
 }
 

@@ -50,20 +50,49 @@ export async function createSession(
 ): Promise<IssuedTokens> {
   const sessionId = grant.sessionId ?? randomUUID();
   const pair = newTokenPair(now);
-  await db
-    .insertInto('sessions')
-    .values({ session_id: sessionId, user_id: grant.userId, client_id: grant.clientId, scope: grant.scope, created_at: now, last_used_at: now, ...pair.row })
-    .execute();
+  await insertSession(db, { session_id: sessionId, user_id: grant.userId, client_id: grant.clientId, scope: grant.scope, created_at: now, last_used_at: now, ...pair.row });
   return { sessionId, ...pair, accessExpiresAt: pair.row.access_expires_at, refreshExpiresAt: pair.row.refresh_expires_at, scope: grant.scope, issuedAt: now };
 }
 
+// The token endpoint's statements are compiled once (reusableQuery): building them per request
+// cost more than running them.
+const sessionByRefreshTokenHash = reusableQuery((db: Kysely<Schema>, { hash }: { hash: string }) =>
+  db.selectFrom('sessions').select(['session_id', 'user_id', 'client_id', 'scope', 'refresh_expires_at']).where('refresh_token_hash', '=', hash),
+);
+
+const insertSession = reusableQuery(
+  (
+    db: Kysely<Schema>,
+    row: { session_id: string; user_id: string; client_id: string; scope: string; created_at: number; last_used_at: number; access_token_hash: string; access_expires_at: number; refresh_token_hash: string; refresh_expires_at: number },
+  ) => db.insertInto('sessions').values(row),
+);
+
+const rotateTokens = reusableQuery(
+  (
+    db: Kysely<Schema>,
+    values: { sessionId: string; oldHash: string; access_token_hash: string; access_expires_at: number; refresh_token_hash: string; refresh_expires_at: number; now: number },
+  ) =>
+    db
+      .updateTable('sessions')
+      .set({
+        access_token_hash: values.access_token_hash,
+        access_expires_at: values.access_expires_at,
+        refresh_token_hash: values.refresh_token_hash,
+        refresh_expires_at: values.refresh_expires_at,
+        last_used_at: values.now,
+      })
+      .where('session_id', '=', values.sessionId)
+      .where('refresh_token_hash', '=', values.oldHash)
+      .returning('session_id'),
+);
+
+const recordRotatedToken = reusableQuery((db: Kysely<Schema>, row: { refresh_token_hash: string; session_id: string; expires_at: number }) =>
+  db.insertInto('rotated_refresh_tokens').values(row),
+);
+
 export async function findSessionByRefreshToken(db: Kysely<Schema>, refreshToken: string): Promise<SessionRow | undefined> {
   const refreshTokenHash = hashSecret(refreshToken);
-  const row = await db
-    .selectFrom('sessions')
-    .select(['session_id', 'user_id', 'client_id', 'scope', 'refresh_expires_at'])
-    .where('refresh_token_hash', '=', refreshTokenHash)
-    .executeTakeFirst();
+  const [row] = await sessionByRefreshTokenHash(db, { hash: refreshTokenHash });
   return row && { sessionId: row.session_id, userId: row.user_id, clientId: row.client_id, scope: row.scope, refreshExpiresAt: row.refresh_expires_at, refreshTokenHash };
 }
 
@@ -80,17 +109,9 @@ export async function findRotatedSession(db: Kysely<Schema>, refreshToken: strin
 export async function rotateSession(db: Kysely<Schema>, session: SessionRow, now = Date.now()): Promise<IssuedTokens | undefined> {
   const pair = newTokenPair(now);
   const oldHash = session.refreshTokenHash;
-  const updated = await db
-    .updateTable('sessions')
-    .set({ ...pair.row, last_used_at: now })
-    .where('session_id', '=', session.sessionId)
-    .where('refresh_token_hash', '=', oldHash)
-    .executeTakeFirst();
-  if (updated.numUpdatedRows === 0n) return undefined;
-  await db
-    .insertInto('rotated_refresh_tokens')
-    .values({ refresh_token_hash: oldHash, session_id: session.sessionId, expires_at: session.refreshExpiresAt })
-    .execute();
+  const updated = await rotateTokens(db, { sessionId: session.sessionId, oldHash, ...pair.row, now });
+  if (updated.length === 0) return undefined;
+  await recordRotatedToken(db, { refresh_token_hash: oldHash, session_id: session.sessionId, expires_at: session.refreshExpiresAt });
   return {
     sessionId: session.sessionId,
     ...pair,

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { recordSecurityEvent, type EventOrigin } from '../../accounts/security-events.ts';
 import type { AuthorizationCodesTable, Schema } from '../../db/schema.ts';
-import { claimAuthorizationCode, sessionOfUsedCode } from '../authorization-codes.ts';
+import { claimAuthorizationCode, findAuthorizationCode, sessionOfUsedCode } from '../authorization-codes.ts';
 import { InvalidGrant } from '../errors.ts';
 import { verifierMatches } from '../pkce.ts';
 import { hashSecret } from '../secrets.ts';
@@ -14,7 +14,7 @@ export async function authorizationCodeGrant({ db, params, client, now, origin }
   const codeHash = hashSecret(required(params, 'code'));
   const redirectUri = required(params, 'redirect_uri');
   const verifier = required(params, 'code_verifier');
-  const code = await db.selectFrom('authorization_codes').selectAll().where('code_hash', '=', codeHash).executeTakeFirst();
+  const code = await findAuthorizationCode(db, codeHash);
   if (!code || code.client_id !== client.clientId) throw new InvalidGrant('Unknown authorization code');
   if (code.used_at !== null) return replayed(db, origin, code, code.session_id);
   if (code.expires_at <= now) throw new InvalidGrant('The authorization code has expired');
