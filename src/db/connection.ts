@@ -4,7 +4,8 @@ import BetterSqlite3 from 'better-sqlite3';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import type { Schema } from './schema.ts';
-import { SqliteConnectionsDialect, StatementCache, WriteLock } from './sqlite-driver.ts';
+import { SqliteConnectionsDialect, StatementCache, WriteLock, type SqliteConnections } from './sqlite-driver.ts';
+import { startWalCheckpointer, type WalCheckpointer } from './wal-checkpointer.ts';
 
 export type DatabaseKind = 'sqlite' | 'postgres';
 export type DatabaseTarget = { kind: 'sqlite'; path: string } | { kind: 'postgres'; url: string };
@@ -31,13 +32,19 @@ export class BackupError extends Error {}
 // every value we keep in one fits a double exactly.
 pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
 
-export function openDatabase(target: DatabaseTarget): Database {
+export interface OpenOptions {
+  /** SQLite: the log's length, in pages, past which a commit checkpoints it when writes never pause (default 8,192: 32 MiB). */
+  walBacklogFrames?: number;
+}
+
+export function openDatabase(target: DatabaseTarget, options: OpenOptions = {}): Database {
   if (target.kind === 'sqlite') {
     const connection = sqliteConnection(target.path);
     // An in-memory database exists once per connection: there, one connection does both jobs.
     const reader = target.path === ':memory:' ? connection : sqliteConnection(target.path, { readonly: true });
     const connections = { writer: new StatementCache(connection), reader: new StatementCache(reader), lock: new WriteLock() };
     const db = new Kysely<Schema>({ dialect: new SqliteConnectionsDialect(connections) });
+    const checkpointer = target.path === ':memory:' ? undefined : checkpointInBackground(target.path, connections, options.walBacklogFrames);
     return {
       db,
       kind: 'sqlite',
@@ -59,7 +66,10 @@ export function openDatabase(target: DatabaseTarget): Database {
           rmSync(partial, { force: true });
         }
       },
-      close: () => db.destroy(),
+      async close() {
+        await checkpointer?.stop();
+        await db.destroy();
+      },
     };
   }
   const pool = postgresPool(target.url);
@@ -93,6 +103,19 @@ function sqliteConnection(path: string, options: { readonly?: boolean } = {}): B
   connection.pragma('foreign_keys = ON');
   connection.pragma('busy_timeout = 5000');
   return connection;
+}
+
+/**
+ * A worker thread copies the log back into the database file (see wal-checkpointer.ts), so
+ * commits no longer do it. The writer's own automatic checkpoint stays as a backstop, at a longer
+ * log: when writes never pause long enough for the worker to catch up, it folds the log in and
+ * lets it restart, as before but eight times more rarely.
+ */
+function checkpointInBackground(path: string, connections: SqliteConnections, backlogFrames = 8192): WalCheckpointer {
+  connections.writer.connection.pragma(`wal_autocheckpoint = ${backlogFrames}`);
+  // The log file keeps its length when restarted; this bounds what stays on disk.
+  connections.writer.connection.pragma(`journal_size_limit = ${64 * 1024 * 1024}`);
+  return startWalCheckpointer(path);
 }
 
 function postgresPool(url: string): pg.Pool {
