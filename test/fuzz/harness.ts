@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { request as httpRequest, Agent } from 'node:http';
 import { connect } from 'node:net';
+import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
 import type { FastifyInstance } from 'fastify';
 import { createSession } from '../../src/oauth/sessions.ts';
 import { signedHeaders, type TestUser } from '../helpers/keys.ts';
@@ -148,6 +149,18 @@ export interface RawAnswer {
 
 const agent = new Agent({ keepAlive: true, maxSockets: 8 });
 
+/**
+ * The body as the client that asked for it reads it: an answer compressed because the request
+ * accepted it (an error echoing a large signed text, say) is checked after decoding.
+ */
+function decoded(coding: string | undefined, body: Buffer): Buffer {
+  if (coding === undefined || coding === 'identity' || body.length === 0) return body;
+  if (coding === 'gzip') return gunzipSync(body);
+  if (coding === 'br') return brotliDecompressSync(body);
+  if (coding === 'deflate') return inflateSync(body);
+  throw new Error(`unknown coding ${coding}`);
+}
+
 /** One request through node:http, so the path and headers go out exactly as written. */
 export function send(baseUrl: string, method: string, path: string, headers: Record<string, string>, body?: Buffer, label = ''): Promise<RawAnswer & { previous?: string }> {
   const url = new URL(baseUrl);
@@ -157,7 +170,13 @@ export function send(baseUrl: string, method: string, path: string, headers: Rec
     const req = httpRequest({ host: url.hostname, port: url.port, method, path, headers, agent, timeout: REQUEST_TIMEOUT_MS }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks), previous }));
+      res.on('end', () => {
+        try {
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: decoded(res.headers['content-encoding'], Buffer.concat(chunks)), previous });
+        } catch (error) {
+          reject(new Error(`a body that does not decode as its Content-Encoding (${res.headers['content-encoding']}) says: ${(error as Error).message}`));
+        }
+      });
       res.on('error', reject);
     });
     let previous: string | undefined;
