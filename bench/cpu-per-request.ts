@@ -1,0 +1,97 @@
+// npx tsx bench/cpu-per-request.ts [--seconds 3] [--rounds 3] [--before <entry.js>] [--cases user,engram,download,v4user,304]
+//
+// Server CPU time per request (utime + stime of the server process from /proc, divided by the
+// requests answered) beside req/s, for the single-object GETs and the list revalidation, measured
+// in turn against the reference (floor-server.ts), the service (dist/server.js) and optionally an
+// earlier build (--before, e.g. a copy of an older dist/ inside this checkout so that its imports
+// resolve). Every server runs on the same SQLite database. On a shared machine req/s ratios move a
+// lot between runs; the CPU time per request moves much less and is what a change to the
+// per-request work changes. Linux only (/proc).
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { FakeWorkshop } from '../test/helpers/workshop.ts';
+import { BENCH_HOST, legacyData, mintSecrets } from './fixtures.ts';
+import { measure, type Load } from './measure.ts';
+import { startProcess, type Running } from './processes.ts';
+
+const { values } = parseArgs({
+  options: {
+    seconds: { type: 'string', default: '3' },
+    rounds: { type: 'string', default: '3' },
+    connections: { type: 'string', default: '10' },
+    before: { type: 'string' },
+    cases: { type: 'string', default: 'user,engram,download,v4user,304' },
+  },
+});
+const seconds = Number(values.seconds);
+const connections = Number(values.connections);
+const wanted = values.cases.split(',');
+const FLOOR_PATH = '/v1/user.php/00000000-0000-4000-8000-000000000000';
+
+/** CPU milliseconds the process has used so far (user and system; /proc counts in 10 ms ticks). */
+function cpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+async function measureCpu(server: Running, load: Load) {
+  const before = cpuMs(server.pid);
+  const figures = await measure(server.url, load, { seconds, connections });
+  return { ...figures, cpuUs: ((cpuMs(server.pid) - before) * 1000) / Math.max(1, figures.requests) };
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'bench-cpu-'));
+const databaseUrl = `sqlite:${join(dir, 'bench.db')}`;
+const workshop = await new FakeWorkshop().start();
+const running: Running[] = [];
+try {
+  const secrets = await mintSecrets(databaseUrl, 10);
+  const env = {
+    DATABASE_URL: databaseUrl,
+    BASE_URL: `https://${BENCH_HOST}`,
+    WORKSHOP_URL: workshop.template,
+    RATE_LIMIT_V1: '1000000000',
+    RATE_LIMIT_V4: '1000000000',
+    LOG_LEVEL: 'info',
+  };
+  const service = await startProcess('dist/server.js', env, '/healthz');
+  running.push(service);
+  const legacy = await legacyData(service.url, workshop, 10_000);
+  const earlier = values.before ? await startProcess(values.before, env, '/healthz') : undefined;
+  if (earlier) running.push(earlier);
+  const floor = await startProcess('./bench/floor-server.ts', {}, FLOOR_PATH);
+  running.push(floor);
+  const probe = await fetch(`${service.url}/v1/engram.php`);
+  await probe.arrayBuffer();
+  const cases: Record<string, Load> = {
+    user: { path: `/v1/user.php/${legacy.signer.userId}` },
+    engram: { path: `/v1/engram.php/${legacy.engramUid}` },
+    download: { path: `/v1/document.php/${legacy.documentId}` },
+    v4user: { path: '/v4/user', headers: { authorization: `Bearer ${secrets.accessToken}` } },
+    '304': { path: '/v1/engram.php', headers: { 'if-none-match': probe.headers.get('etag') ?? '"none"', 'accept-encoding': 'br, gzip' }, expectStatus: 304 },
+  };
+  const servers: Array<[string, Running]> = [...(earlier ? ([['before', earlier]] as Array<[string, Running]>) : []), ['service', service]];
+  // Warm-up: every server JIT-compiles its paths before anything is counted.
+  await measure(floor.url, { path: FLOOR_PATH }, { seconds: 1, connections });
+  for (const name of wanted) for (const [, server] of servers) await measure(server.url, cases[name]!, { seconds: 1, connections });
+
+  for (let round = 1; round <= Number(values.rounds); round++) {
+    const reference = await measureCpu(floor, { path: FLOOR_PATH });
+    console.log(`round ${round}: reference ${reference.requestsPerSecond} req/s, ${reference.cpuUs.toFixed(0)} µs/request`);
+    for (const name of wanted) {
+      const parts: string[] = [];
+      for (const [label, server] of servers) {
+        const figures = await measureCpu(server, cases[name]!);
+        const ratio = (figures.requestsPerSecond / reference.requestsPerSecond).toFixed(2);
+        parts.push(`${label} ${figures.requestsPerSecond} req/s (${ratio} × reference), ${figures.cpuUs.toFixed(0)} µs/request${figures.failed ? `, ${figures.failed} failed` : ''}`);
+      }
+      console.log(`  ${name}: ${parts.join(' | ')}`);
+    }
+  }
+} finally {
+  for (const server of running) await server.stop();
+  await workshop.stop();
+  rmSync(dir, { recursive: true, force: true });
+}
