@@ -1,38 +1,105 @@
-// npx tsx bench/cpu-per-request.ts [seconds]: the refresh_token grant's server CPU time per request
-// (user + system, from /proc, all threads), which a busy machine disturbs less than req/s. An A/B
-// aid: ENTRIES=dist/server.js,/tmp/other-build/server.js compares builds, alternating twice.
+// npx tsx bench/cpu-per-request.ts [--seconds 3] [--rounds 3] [--before <entry.js>] [--cases user,engram,download,v4user,304,refresh]
+//
+// Server CPU time per request (utime + stime of the server process from /proc, divided by the
+// requests answered) beside req/s, for the single-object GETs and the list revalidation, measured
+// in turn against the reference (floor-server.ts), the service (dist/server.js) and optionally an
+// earlier build (--before, e.g. a copy of an older dist/ inside this checkout so that its imports
+// resolve). Every server runs on the same SQLite database. On a shared machine req/s ratios move a
+// lot between runs; the CPU time per request moves much less and is what a change to the
+// per-request work changes. Linux only (/proc).
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { mintSecrets } from './fixtures.ts';
-import { measure } from './measure.ts';
-import { startProcess } from './processes.ts';
+import { parseArgs } from 'node:util';
+import { FakeWorkshop } from '../test/helpers/workshop.ts';
+import { BENCH_HOST, legacyData, mintSecrets } from './fixtures.ts';
+import { measure, type Load } from './measure.ts';
+import { startProcess, type Running } from './processes.ts';
 
-const seconds = Number(process.argv[2] ?? 4);
-const variants = (process.env.ENTRIES ?? 'dist/server.js').split(',');
-const ticks = (pid: number) => {
+const { values } = parseArgs({
+  options: {
+    seconds: { type: 'string', default: '3' },
+    rounds: { type: 'string', default: '3' },
+    connections: { type: 'string', default: '10' },
+    before: { type: 'string' },
+    cases: { type: 'string', default: 'user,engram,download,v4user,304' },
+  },
+});
+const seconds = Number(values.seconds);
+const connections = Number(values.connections);
+const wanted = values.cases.split(',');
+const FLOOR_PATH = '/v1/user.php/00000000-0000-4000-8000-000000000000';
+
+/** CPU milliseconds the process has used so far (user and system; /proc counts in 10 ms ticks). */
+function cpuMs(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return Number(fields[11]) + Number(fields[12]); // utime + stime, in clock ticks (1/100 s)
-};
-const dir = mkdtempSync(join(tmpdir(), 'cpu-'));
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+async function measureCpu(server: Running, load: Load) {
+  const before = cpuMs(server.pid);
+  const figures = await measure(server.url, load, { seconds, connections });
+  return { ...figures, cpuUs: ((cpuMs(server.pid) - before) * 1000) / Math.max(1, figures.requests) };
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'bench-cpu-'));
+const databaseUrl = `sqlite:${join(dir, 'bench.db')}`;
+const workshop = await new FakeWorkshop().start();
+const running: Running[] = [];
 try {
-  const database = join(dir, 'bench.db');
-  const secrets = await mintSecrets(`sqlite:${database}`, 40_000 * variants.length * 2);
-  let used = 0;
-  for (const round of [1, 2]) {
-    for (const variant of variants) {
-      const server = await startProcess(variant, { DATABASE_URL: `sqlite:${database}`, BASE_URL: 'https://bench.example', RATE_LIMIT_V1: '1000000000', RATE_LIMIT_V4: '1000000000', LOG_LEVEL: 'info' }, '/healthz');
-      const tokens = secrets.refreshTokens.slice(used, (used += 40_000));
-      let next = 0;
-      const load = { method: 'POST', path: '/v4/login', headers: { 'content-type': 'application/x-www-form-urlencoded' }, next: () => ({ body: new URLSearchParams({ grant_type: 'refresh_token', client_id: secrets.clientId, refresh_token: tokens[next++] ?? 'x' }).toString() }) };
-      await measure(server.url, load, { seconds: 1, connections: 10 });
-      const before = ticks(server.pid);
-      const figures = await measure(server.url, load, { seconds, connections: 10 });
-      const cpuMs = (ticks(server.pid) - before) * 10;
-      console.log(`round ${round} ${variant}: ${figures.requestsPerSecond} req/s, ${((cpuMs * 1000) / figures.requests).toFixed(0)} µs CPU per request, failed ${figures.failed}`);
-      await server.stop();
+  // refresh: the refresh_token grant, each token used once (all servers share the database).
+  const secrets = await mintSecrets(databaseUrl, wanted.includes('refresh') ? 150_000 : 10);
+  let nextToken = 0;
+  const env = {
+    DATABASE_URL: databaseUrl,
+    BASE_URL: `https://${BENCH_HOST}`,
+    WORKSHOP_URL: workshop.template,
+    RATE_LIMIT_V1: '1000000000',
+    RATE_LIMIT_V4: '1000000000',
+    LOG_LEVEL: 'info',
+  };
+  const service = await startProcess('dist/server.js', env, '/healthz');
+  running.push(service);
+  const legacy = await legacyData(service.url, workshop, 10_000);
+  const earlier = values.before ? await startProcess(values.before, env, '/healthz') : undefined;
+  if (earlier) running.push(earlier);
+  const floor = await startProcess('./bench/floor-server.ts', {}, FLOOR_PATH);
+  running.push(floor);
+  const probe = await fetch(`${service.url}/v1/engram.php`);
+  await probe.arrayBuffer();
+  const cases: Record<string, Load> = {
+    user: { path: `/v1/user.php/${legacy.signer.userId}` },
+    engram: { path: `/v1/engram.php/${legacy.engramUid}` },
+    download: { path: `/v1/document.php/${legacy.documentId}` },
+    v4user: { path: '/v4/user', headers: { authorization: `Bearer ${secrets.accessToken}` } },
+    refresh: {
+      method: 'POST',
+      path: '/v4/login',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      next: () => ({ body: new URLSearchParams({ grant_type: 'refresh_token', client_id: secrets.clientId, refresh_token: secrets.refreshTokens[nextToken++] ?? 'exhausted' }).toString() }),
+    },
+    '304': { path: '/v1/engram.php', headers: { 'if-none-match': probe.headers.get('etag') ?? '"none"', 'accept-encoding': 'br, gzip' }, expectStatus: 304 },
+  };
+  const servers: Array<[string, Running]> = [...(earlier ? ([['before', earlier]] as Array<[string, Running]>) : []), ['service', service]];
+  // Warm-up: every server JIT-compiles its paths before anything is counted.
+  await measure(floor.url, { path: FLOOR_PATH }, { seconds: 1, connections });
+  for (const name of wanted) for (const [, server] of servers) await measure(server.url, cases[name]!, { seconds: 1, connections });
+
+  for (let round = 1; round <= Number(values.rounds); round++) {
+    const reference = await measureCpu(floor, { path: FLOOR_PATH });
+    console.log(`round ${round}: reference ${reference.requestsPerSecond} req/s, ${reference.cpuUs.toFixed(0)} µs/request`);
+    for (const name of wanted) {
+      const parts: string[] = [];
+      for (const [label, server] of servers) {
+        const figures = await measureCpu(server, cases[name]!);
+        const ratio = (figures.requestsPerSecond / reference.requestsPerSecond).toFixed(2);
+        parts.push(`${label} ${figures.requestsPerSecond} req/s (${ratio} × reference), ${figures.cpuUs.toFixed(0)} µs/request${figures.failed ? `, ${figures.failed} failed` : ''}`);
+      }
+      console.log(`  ${name}: ${parts.join(' | ')}`);
     }
   }
 } finally {
+  for (const server of running) await server.stop();
+  await workshop.stop();
   rmSync(dir, { recursive: true, force: true });
 }

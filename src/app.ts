@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { TypeBoxValidatorCompiler, registerAjvFormats, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { registerAjvFormats, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import compress from '@fastify/compress';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { constants as zlibConstants } from 'node:zlib';
@@ -19,6 +19,7 @@ import { metricsEndpoint } from './http/metrics.ts';
 import { openApi } from './http/openapi.ts';
 import { OneLinePerRequest, censorSecrets } from './http/request-log.ts';
 import { protectV4Api } from './http/v4-api.ts';
+import { validatorCompiler } from './http/validation.ts';
 import { legacyApi } from './legacy/index.ts';
 import { discoveryRoute, oauthEndpoints } from './oauth/index.ts';
 import { registerClasses } from './rest/routes.ts';
@@ -101,7 +102,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     http: { requireHostHeader: false, maxHeaderSize: NODE_HEAD_LIMIT },
   })
     .withTypeProvider<TypeBoxTypeProvider>()
-    .setValidatorCompiler(TypeBoxValidatorCompiler);
+    .setValidatorCompiler(validatorCompiler);
 
   for (const warning of startupWarnings) app.log.warn(warning);
   app.decorate('config', config);

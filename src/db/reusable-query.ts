@@ -26,9 +26,12 @@ export function reusableQuery<P extends Params, R>(build: (db: Kysely<any>, para
 
   function template(db: Kysely<any>, params: P): Template<R> {
     const dialect = db.getExecutor().adapter.constructor;
-    const shape = Object.entries(params)
-      .map(([name, value]) => (Array.isArray(value) ? `${name}[${value.length}]` : name))
-      .join(',');
+    // The shape, without allocating for the common case of no list parameter.
+    let shape = '';
+    for (const name in params) {
+      const value = params[name];
+      shape += Array.isArray(value) ? `${name}[${value.length}],` : `${name},`;
+    }
     let byShape = templates.get(dialect);
     if (!byShape) templates.set(dialect, (byShape = new Map()));
     let found = byShape.get(shape);
@@ -53,12 +56,13 @@ export function reusableQuery<P extends Params, R>(build: (db: Kysely<any>, para
 
   return async function execute(db: Kysely<any>, params: P): Promise<R[]> {
     const { compiled, slots } = template(db, params);
-    const parameters = slots.map((slot) => {
-      if ('constant' in slot) return slot.constant;
-      const value = params[slot.param];
-      return slot.index === undefined ? value : (value as readonly Value[])[slot.index];
-    });
-    const result = await db.executeQuery<R>({ ...compiled, parameters, queryId: createQueryId() });
+    const parameters: unknown[] = new Array(slots.length);
+    for (let i = 0; i < slots.length; i++) {
+      const slot = slots[i]!;
+      if ('constant' in slot) parameters[i] = slot.constant;
+      else parameters[i] = slot.index === undefined ? params[slot.param] : (params[slot.param] as readonly Value[])[slot.index];
+    }
+    const result = await db.executeQuery<R>({ query: compiled.query, sql: compiled.sql, parameters, queryId: createQueryId() });
     return result.rows;
   };
 }

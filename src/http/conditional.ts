@@ -30,11 +30,29 @@ export function chooseEncoding<T extends string>(header: string | string[] | und
 }
 
 /**
+ * chooseEncoding for a fixed `available`, remembering the answer for the Accept-Encoding values
+ * seen last (clients send a handful of distinct ones), so a hot route does not parse it per request.
+ */
+export function encodingChooser<T extends string>(available: readonly T[], remember = 64): (header: string | string[] | undefined) => T | undefined {
+  const answers = new Map<string, T | undefined>();
+  return (header) => {
+    if (typeof header !== 'string') return chooseEncoding(header, available);
+    if (answers.has(header)) return answers.get(header);
+    const answer = chooseEncoding(header, available);
+    if (answers.size >= remember) answers.clear();
+    answers.set(header, answer);
+    return answer;
+  };
+}
+
+/**
  * Whether If-None-Match names any of `tags` (quoted entity tags) or is `*`: weak comparison, as
  * RFC 9110 §13.1.2 asks for this header, so `W/"x"` matches `"x"`.
  */
 export function noneMatchHits(header: string | string[] | undefined, tags: readonly string[]): boolean {
   if (header === undefined) return false;
+  // The usual revalidation: the tag last answered, exactly.
+  if (typeof header === 'string' && tags.includes(header)) return true;
   const value = Array.isArray(header) ? header.join(',') : header;
   if (value.trim() === '*') return true;
   const opaque = (tag: string) => tag.trim().replace(/^W\//, '');

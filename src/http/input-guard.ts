@@ -1,5 +1,4 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { sendError } from './error-handler.ts';
 import { ApiError } from './errors.ts';
 
 /**
@@ -57,28 +56,62 @@ function headSize(request: FastifyRequest): number {
  * Runs as the first preValidation hook, so route schemas never see such input either.
  */
 export function installInputGuard(app: FastifyInstance): void {
-  app.addHook('preValidation', async (request: FastifyRequest) => {
-    if (headSize(request) > HEAD_LIMIT) throw new ApiError(431, `The request line and headers are larger than the ${HEAD_LIMIT / 1024} KiB limit`);
-    // HTTP/1.1 requires Host (RFC 9112 §3.2); Node's own refusal (turned off in app.ts) is an empty 400.
-    // Checked here rather than in onRequest so that the pages' cookie parsing has run for their error page.
-    if (request.headers.host === undefined && request.raw.httpVersionMajor === 1 && request.raw.httpVersionMinor >= 1) {
-      throw new ApiError(400, 'The Host header is required', { details: { location: 'headers' } });
+  // A callback hook, not an async one: it runs on every request and almost never refuses one.
+  app.addHook('preValidation', (request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) => {
+    let refusal: ApiError | undefined;
+    try {
+      refusal = refusalOf(request);
+    } catch (error) {
+      return done(error as Error);
     }
-    const query = request.query as Record<string, unknown> | undefined;
-    if (query && typeof query === 'object') {
-      for (const [name, value] of Object.entries(query)) {
-        if (Array.isArray(value)) {
-          throw new ApiError(400, `The query parameter ${clip(name)} is given more than once`, { details: { location: 'querystring', parameter: clip(name) } });
-        }
-      }
-      const at = findNul(query);
-      if (at) throw nulCharacterError('querystring', at);
-    }
-    const paramsAt = findNul(request.params);
-    if (paramsAt) throw nulCharacterError('path', paramsAt);
-    const bodyAt = findNul(request.body);
-    if (bodyAt) throw nulCharacterError('body', bodyAt);
+    done(refusal);
   });
+}
+
+function refusalOf(request: FastifyRequest): ApiError | undefined {
+  if (headSize(request) > HEAD_LIMIT) return new ApiError(431, `The request line and headers are larger than the ${HEAD_LIMIT / 1024} KiB limit`);
+  // HTTP/1.1 requires Host (RFC 9112 §3.2); Node's own refusal (turned off in app.ts) is an empty 400.
+  // Checked here rather than in onRequest so that the pages' cookie parsing has run for their error page.
+  if (request.headers.host === undefined && request.raw.httpVersionMajor === 1 && request.raw.httpVersionMinor >= 1) {
+    return new ApiError(400, 'The Host header is required', { details: { location: 'headers' } });
+  }
+  const query = request.query as Record<string, unknown> | undefined;
+  if (query && typeof query === 'object') {
+    for (const name in query) {
+      if (Object.hasOwn(query, name) && Array.isArray(query[name])) {
+        return new ApiError(400, `The query parameter ${clip(name)} is given more than once`, { details: { location: 'querystring', parameter: clip(name) } });
+      }
+    }
+    const at = nulIn(query);
+    if (at) return nulCharacterError('querystring', at);
+  }
+  const paramsAt = nulIn(request.params);
+  if (paramsAt) return nulCharacterError('path', paramsAt);
+  const bodyAt = nulIn(request.body);
+  if (bodyAt) return nulCharacterError('body', bodyAt);
+  return undefined;
+}
+
+/**
+ * findNul, answered without allocating for what most requests carry (nothing, or an object of
+ * strings such as the path parameters) when it holds no NUL; anything else goes to findNul.
+ */
+function nulIn(value: unknown): string | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value === 'object' && !Buffer.isBuffer(value) && !Array.isArray(value)) {
+    const object = value as Record<string, unknown>;
+    let flat = true;
+    for (const key in object) {
+      if (!Object.hasOwn(object, key)) continue;
+      const item = object[key];
+      if (typeof item !== 'string' || key.includes('\0') || item.includes('\0')) {
+        flat = false;
+        break;
+      }
+    }
+    if (flat) return undefined;
+  }
+  return findNul(value);
 }
 
 function clip(text: string): string {

@@ -610,3 +610,17 @@ test('other methods on the document paths are 405 with Allow', async () => {
   assert.equal(reply.status, 405);
   assert.match(reply.headers.get('allow') ?? '', /GET/);
 });
+
+describe('downloadDocument counts downloads of the same turn together', () => {
+  test('each download of the batch adds one and gets its own document; a missing one is undefined', async () => {
+    const { downloadDocument } = await import('../../src/legacy/documents/store.ts');
+    const user = await register();
+    const a = await publish(user, { Title: 'Batch A' });
+    const b = await publish(user, { Title: 'Batch B' });
+    const db = server.app.database.db;
+    const answers = await Promise.all([a, b, a, { document_id: randomUUID() }, a].map((doc) => downloadDocument(db, doc.document_id)));
+    assert.deepEqual(answers.map((answer) => answer?.name), ['Batch A', 'Batch B', 'Batch A', undefined, 'Batch A']);
+    assert.equal((await metadata(a.document_id)).download_count, 3);
+    assert.equal((await metadata(b.document_id)).download_count, 1);
+  });
+});

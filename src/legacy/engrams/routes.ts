@@ -7,8 +7,8 @@ import { modIdProblem, parseModId } from '../mods/mod-id.ts';
 import { deleteEngrams, EngramRuleError, findEngrams, isEngramUid, saveEngrams, type EngramRow, type EngramWrite } from './store.ts';
 import { v1Docs } from '../openapi.ts';
 import { ALL_BITS, ENVIRONMENTS, engramJson } from './structure.ts';
-import { EngramLists } from './lists.ts';
-import { chooseEncoding, noneMatchHits } from '../../http/conditional.ts';
+import { EngramLists, type EngramListBody } from './lists.ts';
+import { encodingChooser, noneMatchHits } from '../../http/conditional.ts';
 
 const MAX_ENGRAMS_PER_REQUEST = 5_000;
 
@@ -71,10 +71,23 @@ function engramRuleErrorToApiError(error: unknown): unknown {
   }
 }
 
+/** The quoted entity tags of a list body, per coding, made once per body. */
+const tagsOfBody = new WeakMap<EngramListBody, { identity: string; br: string; gzip: string; all: readonly string[] }>();
+function listTags(body: EngramListBody) {
+  let tags = tagsOfBody.get(body);
+  if (!tags) {
+    const [identity, br, gzip] = [`"${body.tag}"`, `"${body.tag}-br"`, `"${body.tag}-gzip"`];
+    tags = { identity, br, gzip, all: [identity, br, gzip] };
+    tagsOfBody.set(body, tags);
+  }
+  return tags;
+}
+
 export async function engramRoutes(v1: FastifyInstance): Promise<void> {
   const { config } = v1;
   const db = () => v1.database.db;
   const lists = new EngramLists(db, config);
+  const chooseListEncoding = encodingChooser(['br', 'gzip'] as const);
   const sendEngrams = (reply: FastifyReply, rows: EngramRow[], asArray: boolean) => {
     const json = rows.map((row) => engramJson(config, row));
     return reply.type('application/json; charset=utf-8').send(asArray ? `[${json.join(',')}]` : json[0]);
@@ -92,12 +105,12 @@ export async function engramRoutes(v1: FastifyInstance): Promise<void> {
       if (modIds.length === 0) return reply.type('application/json; charset=utf-8').send('[]');
     }
     const body = await lists.list(modIds);
-    const encoding = chooseEncoding(request.headers['accept-encoding'], body.br ? (['br', 'gzip'] as const) : []);
-    const tag = `"${body.tag}${encoding ? `-${encoding}` : ''}"`;
+    const encoding = body.br ? chooseListEncoding(request.headers['accept-encoding']) : undefined;
+    const tags = listTags(body);
     // Public content, revalidated on every use: any write may change it.
-    reply.header('vary', 'Accept-Encoding').header('etag', tag).header('cache-control', 'public, no-cache');
+    reply.header('vary', 'Accept-Encoding').header('etag', tags[encoding ?? 'identity']).header('cache-control', 'public, no-cache');
     // Any coding's tag matches: they all stand for the same JSON.
-    if (noneMatchHits(request.headers['if-none-match'], [`"${body.tag}"`, `"${body.tag}-br"`, `"${body.tag}-gzip"`])) return reply.code(304).send();
+    if (noneMatchHits(request.headers['if-none-match'], tags.all)) return reply.code(304).send();
     if (encoding) reply.header('content-encoding', encoding);
     return reply.type('application/json; charset=utf-8').send(encoding ? body[encoding] : body.identity);
   });

@@ -5,7 +5,19 @@ import type { EngramRow } from './store.ts';
 export const ENVIRONMENTS = { Island: 1, Scorched: 2, Center: 4, Ragnarok: 8, Abberation: 16 } as const;
 export const ALL_BITS = 31;
 
+/** The names of every availability mask, made once: each engram answered needs them. */
+const NAMES_BY_MASK: readonly (readonly string[])[] = Array.from({ length: ALL_BITS + 1 }, (_, mask) =>
+  Object.entries(ENVIRONMENTS)
+    .filter(([, bit]) => (mask & bit) !== 0)
+    .map(([name]) => name),
+);
+
 export function environmentNames(availability: number): string[] {
+  const names = NAMES_BY_MASK[availability & ALL_BITS]!;
+  return Number.isInteger(availability) && availability >= 0 && availability <= ALL_BITS ? [...names] : slowEnvironmentNames(availability);
+}
+
+function slowEnvironmentNames(availability: number): string[] {
   return Object.entries(ENVIRONMENTS)
     .filter(([, bit]) => (availability & bit) !== 0)
     .map(([name]) => name);
