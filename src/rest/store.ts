@@ -191,7 +191,7 @@ export class ClassStore {
     const givenIds = new Set(ids);
     const repeated = givenIds.size === ids.length ? undefined : ids.find((id, index) => ids.indexOf(id) !== index);
     if (repeated) throw badRequest(`${idProperty} ${repeated} appears twice in the request`, { [idProperty]: repeated });
-    return this.transaction(async (db) => {
+    const result = await this.transaction(async (db) => {
       await this.lockIds(db, ids);
       const found = await this.existingIds(db, caller, ids);
       const creates: Row[] = [];
@@ -211,10 +211,13 @@ export class ClassStore {
         if (index > 0 && index % UPDATE_CHUNK === 0) await yieldToEventLoop();
         updated.push(await this.applyUpdate(db, caller, id, item, 'merge'));
       }
-      if (updates.length > 0 && creates.length > 0) await yieldToEventLoop();
       const created = await this.insertRows(db, creates);
+      // The commit (on SQLite, writing every page changed) and the answer get turns of their own.
+      if (items.length > INSERT_CHUNK) await yieldToEventLoop();
       return { created, updated };
     });
+    if (items.length > INSERT_CHUNK) await yieldToEventLoop();
+    return result;
   }
 
   /**
@@ -355,11 +358,11 @@ export class ClassStore {
     return values;
   }
 
-  /** Inserts `rows` and answers them as stored, in order; the event loop runs between two INSERTs. */
+  /** Inserts `rows` and answers them as stored, in order; when they take several INSERTs, the event loop runs before each. */
   private async insertRows(db: Kysely<any>, rows: Row[]): Promise<Row[]> {
     const stored: Row[] = [];
     for (let from = 0; from < rows.length; ) {
-      if (from > 0) await yieldToEventLoop();
+      if (rows.length > INSERT_CHUNK) await yieldToEventLoop();
       const chunk = rows.slice(from, from + insertSize(rows.length - from));
       const answered = new Map((await this.write(() => this.insertChunk(db, chunk))).map((row) => [row[this.idColumn], row]));
       for (const row of chunk) stored.push(answered.get(row[this.idColumn])!);
