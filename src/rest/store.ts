@@ -167,8 +167,11 @@ export class ClassStore {
         .limit(values.limit)
         .offset(values.offset),
     );
+    const offset = (query.page - 1) * query.pageSize;
+    const rows = await page(this.db, { ...params, limit: query.pageSize, offset });
+    // A page that is neither full nor past the end is the last one: it tells the total without a count.
+    if (rows.length < query.pageSize && (rows.length > 0 || offset === 0)) return { total: offset + rows.length, rows };
     const [counted] = await count(this.db, params);
-    const rows = await page(this.db, { ...params, limit: query.pageSize, offset: (query.page - 1) * query.pageSize });
     return { total: Number(counted?.total ?? 0), rows };
   }
 
