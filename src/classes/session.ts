@@ -21,7 +21,7 @@ export const Session = defineClass({
   sortable: ['createdAt', 'accessTokenExpiration', 'refreshTokenExpiration'],
   defaultSort: 'createdAt',
   filters: { applicationId: 'exact' },
-  visible: (eb, caller) => eb.and([eb('user_id', '=', caller.userId), eb('refresh_expires_at', '>', Date.now())]),
+  visible: (eb, caller) => eb.and([eb('user_id', '=', caller.userId), eb('refresh_expires_at', '>', caller.now)]),
   operations: { create: false, update: false, delete: true },
   aliases: [{ path: '/session', id: (caller) => caller.sessionId, methods: ['GET', 'DELETE'] }],
 });

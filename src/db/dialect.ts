@@ -6,7 +6,16 @@ import type { DatabaseKind } from './connection.ts';
  * ILIKE (served by the trigram index); SQLite's LIKE, which ignores case for ASCII letters.
  */
 export function containsIgnoringCase(kind: DatabaseKind, column: string, text: string): RawBuilder<SqlBool> {
-  const pattern = `%${text.replace(/[\\%_]/g, (char) => `\\${char}`)}%`;
+  return matchesContainsPattern(kind, column, containsPattern(text));
+}
+
+/** The LIKE pattern of containsIgnoringCase for `text`: a value, so a compiled query can take it as a parameter. */
+export function containsPattern(text: string): string {
+  return `%${text.replace(/[\\%_]/g, (char) => `\\${char}`)}%`;
+}
+
+/** `column` matches a pattern made by containsPattern, ignoring case (see containsIgnoringCase). */
+export function matchesContainsPattern(kind: DatabaseKind, column: string, pattern: string): RawBuilder<SqlBool> {
   const operator = sql.raw(kind === 'postgres' ? 'ilike' : 'like');
   return sql<SqlBool>`${sql.ref(column)} ${operator} ${pattern} escape '\\'`;
 }

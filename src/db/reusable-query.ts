@@ -20,8 +20,11 @@ const MARKER = '\u0000param:';
  * transformed; only a list's length may shape it, as the length is part of the shape): it is called with markers in their place, and each marker must reach the
  * compiled parameters unchanged. Any other value it puts in the query is kept from the first
  * build, so a value that changes between calls (the time, the caller) must be a param.
+ * `mayBeUnused` names params that the query may leave out (e.g. a caller's fields that a row
+ * filter does not need); a param that is used must still reach the parameters unchanged.
  */
-export function reusableQuery<P extends Params, R>(build: (db: Kysely<any>, params: P) => Compilable<R>) {
+export function reusableQuery<P extends Params, R>(build: (db: Kysely<any>, params: P) => Compilable<R>, options: { mayBeUnused?: readonly string[] } = {}) {
+  const mayBeUnused = new Set(options.mayBeUnused);
   const templates = new Map<unknown, Map<string, Template<R>>>();
 
   function template(db: Kysely<any>, params: P): Template<R> {
@@ -47,8 +50,12 @@ export function reusableQuery<P extends Params, R>(build: (db: Kysely<any>, para
       return index === undefined ? { param: param! } : { param: param!, index: Number(index) };
     });
     const used = new Set(compiled.parameters.filter((value) => typeof value === 'string' && value.startsWith(MARKER)));
-    const expected = Object.values(markers).flat();
-    if (expected.some((marker) => !used.has(marker))) throw new Error(`reusableQuery: a parameter was transformed or dropped in ${compiled.sql}`);
+    const expected = Object.entries(markers as Record<string, string | string[]>)
+      .filter(([name]) => !mayBeUnused.has(name))
+      .flatMap(([, marker]) => marker);
+    const known = new Set(Object.values(markers as Record<string, string | string[]>).flat());
+    const transformed = compiled.parameters.some((value) => typeof value === 'string' && value.includes(MARKER) && !known.has(value));
+    if (transformed || expected.some((marker) => !used.has(marker))) throw new Error(`reusableQuery: a parameter was transformed or dropped in ${compiled.sql}`);
     found = { compiled, slots };
     byShape.set(shape, found);
     return found;

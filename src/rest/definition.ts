@@ -11,8 +11,22 @@ export type TableName = keyof Schema & string;
 /** The columns of a table of the schema. */
 export type ColumnOf<Table extends TableName> = keyof Schema[Table] & string;
 
+/**
+ * What a row filter may use of the caller: its user, application and session, and the time of the
+ * request. The engine compiles each query once and reuses it, so a filter must use these only as
+ * values in the condition (never to choose its form, nor transformed), and take the time from
+ * `now`, not Date.now().
+ */
+export interface FilterCaller {
+  userId: string;
+  clientId: string;
+  sessionId: string;
+  /** The request's time, epoch milliseconds. */
+  now: number;
+}
+
 /** A row condition, e.g. "owned by the caller". */
-export type RowFilter = (eb: ExpressionBuilder<any, any>, caller: Caller) => Expression<SqlBool>;
+export type RowFilter = (eb: ExpressionBuilder<any, any>, caller: FilterCaller) => Expression<SqlBool>;
 
 export interface PropertyDefinition<Column extends string = string> {
   column: Column;
@@ -79,7 +93,7 @@ export interface ClassDefinition<Column extends string = string> {
 }
 
 /** A row condition on a table of the schema, its column names checked. */
-export type TableRowFilter<Table extends TableName> = (eb: ExpressionBuilder<Schema, Table>, caller: Caller) => Expression<SqlBool>;
+export type TableRowFilter<Table extends TableName> = (eb: ExpressionBuilder<Schema, Table>, caller: FilterCaller) => Expression<SqlBool>;
 
 /**
  * A class on a table of the schema: `table` and every column named (in properties, row filters,

@@ -1,12 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { sql, type Kysely, type SelectQueryBuilder, type Transaction } from 'kysely';
 import type { Database } from '../db/connection.ts';
-import { containsIgnoringCase } from '../db/dialect.ts';
+import { containsPattern, matchesContainsPattern } from '../db/dialect.ts';
 import { isUniqueViolation } from '../db/errors.ts';
 import { lockKeys } from '../db/locks.ts';
+import { reusableQuery } from '../db/reusable-query.ts';
 import { ApiError, badRequest, forbidden, notFound } from '../http/errors.ts';
 import { isUuid, normalizeUuid } from '../http/uuid.ts';
-import type { Caller, ClassDefinition, Row } from './definition.ts';
+import type { Caller, ClassDefinition, FilterCaller, PropertyDefinition, Row } from './definition.ts';
 
 export interface ListQuery {
   pageSize: number;
@@ -16,17 +17,106 @@ export interface ListQuery {
   filters: Record<string, string>;
 }
 
-/** The generic operations on one class's table, within what the caller may see and change. */
+type Value = string | number | bigint | boolean | null;
+type Params = Record<string, Value | readonly Value[]>;
+type Query = (db: Kysely<any>, params: Params) => Promise<Row[]>;
+
+/** The caller's fields a row filter may use (FilterCaller), by name; never all used by one filter. */
+const CALLER_PARAMS = ['userId', 'clientId', 'sessionId', 'now'];
+
+/** Rows per INSERT of a bulk create; between two, the event loop serves other requests. */
+export const INSERT_CHUNK = 50;
+/** Updates of a bulk POST between two turns of the event loop. */
+const UPDATE_CHUNK = 25;
+/** The longest id list of one statement (well under every driver's parameter limit). */
+const MAX_ID_LIST = 512;
+
+/** Lets the event loop serve what is waiting (reads, on SQLite a synchronous driver) before going on. */
+const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/**
+ * Id lists in statements of a few lengths only (powers of two, at most MAX_ID_LIST), padded with
+ * repeats of their first id, so each length is compiled once.
+ */
+function idLists(ids: readonly string[]): string[][] {
+  const lists: string[][] = [];
+  for (let from = 0; from < ids.length; from += MAX_ID_LIST) {
+    const list = ids.slice(from, from + MAX_ID_LIST);
+    let length = 1;
+    while (length < list.length) length *= 2;
+    while (list.length < length) list.push(list[0]!);
+    lists.push(list);
+  }
+  return lists;
+}
+
+/** Rows in an INSERT: INSERT_CHUNK, or for the rest a power of two, so few statement shapes exist. */
+function insertSize(remaining: number): number {
+  if (remaining >= INSERT_CHUNK) return INSERT_CHUNK;
+  let size = 1;
+  while (size * 2 <= remaining) size *= 2;
+  return size;
+}
+
+/**
+ * The function turning a row into the instance as JSON (see ClassStore.toJson), generated once per
+ * class: a loop assigning property names from a list made each assignment a megamorphic store,
+ * the largest cost of mapping a 250-row page after the timestamps. Names and columns enter the
+ * code as JSON string literals; conversions and conditions are passed in, never inlined.
+ */
+function jsonMapper(definition: ClassDefinition): (row: Row, caller: Caller) => Row {
+  const entries = Object.entries(definition.properties);
+  // In an object literal, "__proto__" would set the prototype instead of a property.
+  if ([definition.id.property, ...Object.keys(definition.properties)].includes('__proto__')) throw new Error(`${definition.name}: no property may be named __proto__`);
+  const key = (text: string) => JSON.stringify(text);
+  const value = (property: PropertyDefinition, index: number) => (property.toJson ? `convert[${index}](row[${key(property.column)}])` : `row[${key(property.column)}]`);
+  const literal = [`${key(definition.id.property)}: row[${key(definition.id.column)}]`];
+  const after: string[] = [];
+  for (const [index, [name, property]] of entries.entries()) {
+    const conditional = property.readScope !== undefined || property.shownWhen !== undefined;
+    if (!conditional && after.length === 0) {
+      literal.push(`${key(name)}: ${value(property, index)}`);
+      continue;
+    }
+    const conditions = [
+      ...(property.readScope !== undefined ? [`caller.scopes.has(readScope[${index}])`] : []),
+      ...(property.shownWhen !== undefined ? [`shownWhen[${index}](row, caller)`] : []),
+    ];
+    const assign = `out[${key(name)}] = ${value(property, index)};`;
+    after.push(conditions.length > 0 ? `if (${conditions.join(' && ')}) ${assign}` : assign);
+  }
+  const code = `return function rowToJson(row, caller) { const out = { ${literal.join(', ')} }; ${after.join(' ')} return out; };`;
+  const make = new Function('convert', 'readScope', 'shownWhen', code);
+  return make(
+    entries.map(([, property]) => property.toJson),
+    entries.map(([, property]) => property.readScope),
+    entries.map(([, property]) => property.shownWhen),
+  );
+}
+
+/**
+ * The generic operations on one class's table, within what the caller may see and change.
+ *
+ * The statements of reads and bulk writes are built and compiled once per form (sort, filters,
+ * list length) with reusableQuery and afterwards only executed with new values; writes answer
+ * their rows with RETURNING instead of reading them again.
+ */
 export class ClassStore {
   private readonly idColumn: string;
+  private readonly idProperty: string;
   private readonly columns: string[];
+  /** The instance as JSON: column values converted, hidden properties left out. */
+  readonly toJson: (row: Row, caller: Caller) => Row;
+  private readonly queries = new Map<string, Query>();
 
   constructor(
     private readonly definition: ClassDefinition,
     private readonly database: Database,
   ) {
     this.idColumn = definition.id.column;
+    this.idProperty = definition.id.property;
     this.columns = [this.idColumn, ...Object.values(definition.properties).map((property) => property.column)];
+    this.toJson = jsonMapper(definition);
   }
 
   private get db(): Kysely<any> {
@@ -34,83 +124,114 @@ export class ClassStore {
   }
 
   private columnOf(property: string): string {
-    return property === this.definition.id.property ? this.idColumn : this.definition.properties[property]!.column;
+    return property === this.idProperty ? this.idColumn : this.definition.properties[property]!.column;
   }
 
-  private visibleRows(db: Kysely<any>, caller: Caller): SelectQueryBuilder<any, any, {}> {
+  /** The compiled-once query `key`, made by `build` the first time. */
+  private query(key: string, build: (db: Kysely<any>, params: any) => { compile(): any }): Query {
+    let found = this.queries.get(key);
+    if (!found) {
+      found = reusableQuery(build, { mayBeUnused: CALLER_PARAMS }) as Query;
+      this.queries.set(key, found);
+    }
+    return found;
+  }
+
+  /** The values a row filter takes from the caller (see FilterCaller). */
+  private callerParams(caller: Caller): FilterCaller {
+    return { userId: caller.userId, clientId: caller.clientId, sessionId: caller.sessionId, now: Date.now() };
+  }
+
+  private visibleRows(db: Kysely<any>, caller: FilterCaller): SelectQueryBuilder<any, any, {}> {
     const visible = this.definition.visible;
     const query = db.selectFrom(this.definition.table);
     return visible ? query.where((eb) => visible(eb, caller)) : query;
   }
 
-  /** The instance as JSON: column values converted, hidden properties left out. */
-  toJson(row: Row, caller: Caller): Row {
-    const out: Row = { [this.definition.id.property]: row[this.idColumn] };
-    for (const [name, property] of Object.entries(this.definition.properties)) {
-      if (property.readScope && !caller.scopes.has(property.readScope)) continue;
-      if (property.shownWhen && !property.shownWhen(row, caller)) continue;
-      const value = row[property.column];
-      out[name] = property.toJson ? property.toJson(value) : value;
-    }
-    return out;
-  }
-
   async list(caller: Caller, query: ListQuery): Promise<{ total: number; rows: Row[] }> {
-    let rows = this.visibleRows(this.db, caller);
-    for (const [name, value] of Object.entries(query.filters)) {
-      const column = this.columnOf(name);
-      if (this.definition.filters?.[name] === 'substring') rows = rows.where(containsIgnoringCase(this.database.kind, column, value));
-      else rows = rows.where(column, '=', this.definition.properties[name]?.fromJson ? this.convert(name, value) : value);
+    const names = Object.keys(query.filters).sort();
+    const params: Params = { ...this.callerParams(caller) };
+    for (const [index, name] of names.entries()) {
+      const value = query.filters[name]!;
+      if (this.definition.filters?.[name] === 'substring') params[`filter${index}`] = containsPattern(value);
+      else params[`filter${index}`] = (this.definition.properties[name]?.fromJson ? this.convert(name, value) : value) as Value;
     }
-    const counted = await rows.select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow();
+    const filtered = (db: Kysely<any>, values: Params) => {
+      let rows = this.visibleRows(db, values as unknown as FilterCaller);
+      for (const [index, name] of names.entries()) {
+        const column = this.columnOf(name);
+        const value = values[`filter${index}`] as string;
+        if (this.definition.filters?.[name] === 'substring') rows = rows.where(matchesContainsPattern(this.database.kind, column, value));
+        else rows = rows.where(column, '=', value);
+      }
+      return rows;
+    };
+    const form = names.join(',');
+    const count = this.query(`count:${form}`, (db, values) => filtered(db, values).select((eb) => eb.fn.countAll<number>().as('total')));
     const direction = query.sortDirection === 'descending' ? 'desc' : 'asc';
-    const page = await rows
-      .select(this.columns)
-      .orderBy(this.columnOf(query.sortedColumn), direction)
-      .orderBy(this.idColumn, direction)
-      .limit(query.pageSize)
-      .offset((query.page - 1) * query.pageSize)
-      .execute();
-    return { total: Number(counted.total), rows: page };
+    const sortColumn = this.columnOf(query.sortedColumn);
+    const page = this.query(`page:${form}:${sortColumn}:${direction}`, (db, values) =>
+      filtered(db, values)
+        .select(this.columns)
+        .orderBy(sortColumn, direction)
+        .orderBy(this.idColumn, direction)
+        .limit(values.limit)
+        .offset(values.offset),
+    );
+    const offset = (query.page - 1) * query.pageSize;
+    const rows = await page(this.db, { ...params, limit: query.pageSize, offset });
+    // A page that is neither full nor past the end is the last one: it tells the total without a count.
+    if (rows.length < query.pageSize && (rows.length > 0 || offset === 0)) return { total: offset + rows.length, rows };
+    const [counted] = await count(this.db, params);
+    return { total: Number(counted?.total ?? 0), rows };
   }
 
   async get(caller: Caller, id: string, db: Kysely<any> = this.db): Promise<Row | undefined> {
     if (!isUuid(id)) return undefined;
-    return this.visibleRows(db, caller).select(this.columns).where(this.idColumn, '=', normalizeUuid(id)).executeTakeFirst();
+    const byId = this.query('get', (kysely, values) => this.visibleRows(kysely, values).select(this.columns).where(this.idColumn, '=', values.id));
+    const [row] = await byId(db, { ...this.callerParams(caller), id: normalizeUuid(id) });
+    return row;
   }
 
   /**
    * POST: per object, update (supplied properties only) when it exists, create otherwise. The
-   * existence checks, the inserts and the final read are one statement each for the whole batch,
-   * not per object: a 250-object POST was a thousand statements before.
+   * existence check is one statement for the whole batch and the inserts one per INSERT_CHUNK
+   * objects, each answering its rows; between two chunks the event loop serves other requests,
+   * so a large POST does not hold up the reads beside it. All or nothing: one transaction.
    */
   async save(caller: Caller, items: Row[]): Promise<{ created: Row[]; updated: Row[] }> {
-    const idProperty = this.definition.id.property;
+    const idProperty = this.idProperty;
     const ids = items.map((item) => item[idProperty]).filter((id): id is string => typeof id === 'string').map(normalizeUuid);
     const givenIds = new Set(ids);
     const repeated = givenIds.size === ids.length ? undefined : ids.find((id, index) => ids.indexOf(id) !== index);
     if (repeated) throw badRequest(`${idProperty} ${repeated} appears twice in the request`, { [idProperty]: repeated });
-    return this.transaction(async (db) => {
+    const result = await this.transaction(async (db) => {
       await this.lockIds(db, ids);
-      const visible = await this.visibleIds(db, caller, ids);
+      const found = await this.existingIds(db, caller, ids);
       const creates: Row[] = [];
       const updates: Array<{ id: string; item: Row }> = [];
       for (const [index, item] of items.entries()) {
         const given = item[idProperty] as string | undefined;
         const id = given === undefined ? undefined : normalizeUuid(given);
-        if (id !== undefined && visible.has(id)) updates.push({ id, item });
+        if (id !== undefined && found.get(id) === true) updates.push({ id, item });
         else creates.push(this.newRow(caller, id, item, index));
       }
-      await this.checkNotHidden(db, creates.map((row) => row[this.idColumn] as string).filter((id) => givenIds.has(id)));
+      // Ids that exist but the caller may not see are 404: to the caller they do not exist, and cannot be taken.
+      const hidden = creates.find((row) => found.get(row[this.idColumn] as string) === false);
+      if (hidden) throw this.notFound([hidden[this.idColumn] as string]);
       await this.checkChangeable(db, caller, updates.map(({ id }) => id));
-      for (const { id, item } of updates) await this.applyUpdate(db, caller, id, item, 'merge');
-      await this.insertRows(db, creates);
-      const rows = await this.rowsById(db, caller, [...creates.map((row) => row[this.idColumn] as string), ...updates.map(({ id }) => id)]);
-      return {
-        created: creates.map((row) => rows.get(row[this.idColumn] as string)!),
-        updated: updates.map(({ id }) => rows.get(id)!),
-      };
+      const updated: Row[] = [];
+      for (const [index, { id, item }] of updates.entries()) {
+        if (index > 0 && index % UPDATE_CHUNK === 0) await yieldToEventLoop();
+        updated.push(await this.applyUpdate(db, caller, id, item, 'merge'));
+      }
+      const created = await this.insertRows(db, creates);
+      // The commit (on SQLite, writing every page changed) and the answer get turns of their own.
+      if (items.length > INSERT_CHUNK) await yieldToEventLoop();
+      return { created, updated };
     });
+    if (items.length > INSERT_CHUNK) await yieldToEventLoop();
+    return result;
   }
 
   /**
@@ -121,28 +242,26 @@ export class ClassStore {
     return lockKeys(db, ids.map((id) => `${this.definition.table}:${id}`));
   }
 
-  private async visibleIds(db: Kysely<any>, caller: Caller, ids: string[]): Promise<Set<string>> {
-    if (ids.length === 0) return new Set();
-    const rows = await this.visibleRows(db, caller).select(this.idColumn).where(this.idColumn, 'in', ids).execute();
-    return new Set(rows.map((row) => row[this.idColumn] as string));
-  }
-
-  /** Ids that exist but the caller may not see are 404: to the caller they do not exist, and cannot be taken. */
-  private async checkNotHidden(db: Kysely<any>, ids: string[]): Promise<void> {
-    if (ids.length === 0) return;
-    const hidden = await db.selectFrom(this.definition.table).select(this.idColumn).where(this.idColumn, 'in', ids).execute();
-    const hiddenIds = new Set(hidden.map((row) => row[this.idColumn] as string));
-    const first = ids.find((id) => hiddenIds.has(id));
-    if (first) throw this.notFound([first]);
-  }
-
-  private async rowsById(db: Kysely<any>, caller: Caller, ids: string[]): Promise<Map<string, Row>> {
-    const rows = new Map<string, Row>();
-    for (let from = 0; from < ids.length; from += 500) {
-      const chunk = await this.visibleRows(db, caller).select(this.columns).where(this.idColumn, 'in', ids.slice(from, from + 500)).execute();
-      for (const row of chunk) rows.set(row[this.idColumn] as string, row);
+  /**
+   * Which of `ids` exist, and whether the caller sees each (true) or not (false): looked up by the
+   * primary key, the visibility computed per row (a filter in the WHERE clause could lead the
+   * database to scan every row of the caller instead).
+   */
+  private async existingIds(db: Kysely<any>, caller: Caller, ids: string[]): Promise<Map<string, boolean>> {
+    const found = new Map<string, boolean>();
+    if (ids.length === 0) return found;
+    const visible = this.definition.visible;
+    const among = this.query('existing', (kysely, values) =>
+      kysely
+        .selectFrom(this.definition.table)
+        .select((eb) => [eb.ref(this.idColumn).as('id'), visible ? sql<boolean>`(${visible(eb, values)})`.as('visible') : sql<number>`1`.as('visible')])
+        .where(this.idColumn, 'in', values.ids),
+    );
+    const params = this.callerParams(caller);
+    for (const list of idLists(ids)) {
+      for (const row of await among(db, { ...params, ids: list })) found.set(row.id as string, Boolean(row.visible));
     }
-    return rows;
+    return found;
   }
 
   /** PUT: replaces the instance (201 when it was new). */
@@ -168,9 +287,8 @@ export class ClassStore {
   async remove(caller: Caller, ids: string[]): Promise<void> {
     const wanted = [...new Set(ids.map(normalizeUuid))];
     await this.transaction(async (db) => {
-      const found = wanted.length === 0 ? [] : await this.visibleRows(db, caller).select(this.idColumn).where(this.idColumn, 'in', wanted).execute();
-      const foundIds = new Set(found.map((row) => row[this.idColumn] as string));
-      const missing = wanted.filter((id) => !foundIds.has(id));
+      const found = await this.existingIds(db, caller, wanted);
+      const missing = wanted.filter((id) => found.get(id) !== true);
       if (missing.length > 0) throw this.notFound(missing);
       await this.checkChangeable(db, caller, wanted);
       await db.deleteFrom(this.definition.table).where(this.idColumn, 'in', wanted).execute();
@@ -179,29 +297,37 @@ export class ClassStore {
 
   private notFound(ids: string[]): ApiError {
     const noun = this.definition.name.toLowerCase();
-    return notFound(ids.length === 1 ? `No ${noun} ${ids[0]}` : `No ${noun} with these ids: ${ids.join(', ')}`, { [this.definition.id.property]: ids });
+    return notFound(ids.length === 1 ? `No ${noun} ${ids[0]}` : `No ${noun} with these ids: ${ids.join(', ')}`, { [this.idProperty]: ids });
   }
 
   private checkBodyId(id: string, body: Row): void {
-    const given = body[this.definition.id.property];
+    const given = body[this.idProperty];
     if (typeof given === 'string' && normalizeUuid(given) !== normalizeUuid(id)) {
-      throw badRequest(`${this.definition.id.property} in the body differs from the one in the path`);
+      throw badRequest(`${this.idProperty} in the body differs from the one in the path`);
     }
   }
 
   /** True when the instance exists and the caller sees it; 404 when it exists but is hidden. */
   private async existing(db: Kysely<any>, caller: Caller, id: string): Promise<boolean> {
-    if (await this.get(caller, id, db)) return true;
-    const hidden = await db.selectFrom(this.definition.table).select(this.idColumn).where(this.idColumn, '=', id).executeTakeFirst();
-    if (hidden) throw this.notFound([id]);
-    return false;
+    const visible = (await this.existingIds(db, caller, [id])).get(id);
+    if (visible === false) throw this.notFound([id]);
+    return visible === true;
   }
 
   private async checkChangeable(db: Kysely<any>, caller: Caller, ids: string[]): Promise<void> {
     const changeable = this.definition.changeable;
-    if (!changeable) return;
-    const rows = await db.selectFrom(this.definition.table).select(this.idColumn).where(this.idColumn, 'in', ids).where((eb) => changeable(eb, caller)).execute();
-    if (rows.length !== ids.length) throw forbidden(`You may not change this ${this.definition.name.toLowerCase()}`);
+    if (!changeable || ids.length === 0) return;
+    const among = this.query('changeable', (kysely, values) =>
+      kysely
+        .selectFrom(this.definition.table)
+        .select(this.idColumn)
+        .where(this.idColumn, 'in', values.ids)
+        .where((eb) => changeable(eb, values)),
+    );
+    const params = this.callerParams(caller);
+    const allowed = new Set<unknown>();
+    for (const list of idLists(ids)) for (const row of await among(db, { ...params, ids: list })) allowed.add(row[this.idColumn]);
+    if (ids.some((id) => !allowed.has(id))) throw forbidden(`You may not change this ${this.definition.name.toLowerCase()}`);
   }
 
   private convert(name: string, value: unknown): unknown {
@@ -221,9 +347,8 @@ export class ClassStore {
   }
 
   private async create(db: Kysely<any>, caller: Caller, id: string, body: Row): Promise<Row> {
-    const row = this.newRow(caller, id, body);
-    await this.insertRows(db, [row]);
-    return (await this.get(caller, id, db))!;
+    const [row] = await this.insertRows(db, [this.newRow(caller, id, body)]);
+    return row!;
   }
 
   /** The columns of a new instance: written values, defaults, owner, timestamps and revision. */
@@ -247,33 +372,62 @@ export class ClassStore {
     return values;
   }
 
-  private async insertRows(db: Kysely<any>, rows: Row[]): Promise<void> {
-    // Rows of one class share their columns; 100 a statement keeps under every driver's parameter limit.
-    for (let from = 0; from < rows.length; from += 100) {
-      await this.write(() => db.insertInto(this.definition.table).values(rows.slice(from, from + 100)).execute());
+  /** Inserts `rows` and answers them as stored, in order; when they take several INSERTs, the event loop runs before each. */
+  private async insertRows(db: Kysely<any>, rows: Row[]): Promise<Row[]> {
+    const stored: Row[] = [];
+    for (let from = 0; from < rows.length; ) {
+      if (rows.length > INSERT_CHUNK) await yieldToEventLoop();
+      const chunk = rows.slice(from, from + insertSize(rows.length - from));
+      const answered = new Map((await this.write(() => this.insertChunk(db, chunk))).map((row) => [row[this.idColumn], row]));
+      for (const row of chunk) stored.push(answered.get(row[this.idColumn])!);
+      from += chunk.length;
     }
+    return stored;
+  }
+
+  /** One INSERT … RETURNING; compiled once per column list and row count when every row has the same columns. */
+  private insertChunk(db: Kysely<any>, rows: Row[]): Promise<Row[]> {
+    const columns = Object.keys(rows[0]!);
+    const uniform = rows.every((row) => {
+      const keys = Object.keys(row);
+      return keys.length === columns.length && keys.every((key, index) => key === columns[index]);
+    });
+    if (!uniform) return db.insertInto(this.definition.table).values(rows).returning(this.columns).execute();
+    const insert = this.query(`insert:${columns.join(',')}`, (kysely, values) => {
+      const list = values.values as unknown[];
+      const built: Row[] = [];
+      for (let at = 0; at < list.length; at += columns.length) {
+        const row: Row = {};
+        for (const [index, column] of columns.entries()) row[column] = list[at + index];
+        built.push(row);
+      }
+      return kysely.insertInto(this.definition.table).values(built).returning(this.columns);
+    });
+    const values: Value[] = [];
+    for (const row of rows) for (const column of columns) values.push(row[column] as Value);
+    return insert(db, { values });
   }
 
   private async update(db: Kysely<any>, caller: Caller, id: string, body: Row, mode: 'merge' | 'replace'): Promise<Row> {
     await this.checkChangeable(db, caller, [id]);
-    await this.applyUpdate(db, caller, id, body, mode);
-    return (await this.get(caller, id, db))!;
+    return this.applyUpdate(db, caller, id, body, mode);
   }
 
-  private async applyUpdate(db: Kysely<any>, caller: Caller, id: string, body: Row, mode: 'merge' | 'replace'): Promise<void> {
+  /** Applies the update and answers the row as stored. */
+  private async applyUpdate(db: Kysely<any>, caller: Caller, id: string, body: Row, mode: 'merge' | 'replace'): Promise<Row> {
     if (this.definition.operations?.update === false) throw new ApiError(405, `${this.definition.name} instances cannot be changed`);
     const values: Row = this.writtenColumns(caller, body, mode);
     const { timestamps, revision } = this.definition;
     if (timestamps?.updated) values[timestamps.updated] = Date.now();
     if (revision) values[revision] = sql`${sql.ref(revision)} + 1`;
-    if (Object.keys(values).length > 0) {
-      await this.write(() => db.updateTable(this.definition.table).set(values).where(this.idColumn, '=', id).execute());
-    }
+    if (Object.keys(values).length === 0) return (await this.get(caller, id, db))!;
+    const [row] = await this.write(() => db.updateTable(this.definition.table).set(values).where(this.idColumn, '=', id).returning(this.columns).execute());
+    return row!;
   }
 
-  private async write(run: () => Promise<unknown>): Promise<void> {
+  private async write<T>(run: () => Promise<T>): Promise<T> {
     try {
-      await run();
+      return await run();
     } catch (error) {
       if (isUniqueViolation(error)) throw new ApiError(409, `That value is already taken by another ${this.definition.name.toLowerCase()}`);
       throw error;

@@ -596,6 +596,13 @@ describe("another user's project", () => {
     assert.equal((await list(intruder)).totalResults, 0);
   });
 
+  test('a bulk POST of more than one INSERT naming it last is 404 and creates none of the others', async () => {
+    const body = [...Array.from({ length: 120 }, (_, n) => ({ title: `mine ${n}` })), { projectId: project.projectId, title: 'Hijacked' }];
+    assertError(await intruder.call('POST', '/v4/projects', { body }), 404, 'notFound');
+    assert.equal((await list(intruder)).totalResults, 0);
+    assert.deepEqual(await getProject(owner, project.projectId), project);
+  });
+
   test('is not listed for anyone but its owner', async () => {
     assert.deepEqual(ids((await list(intruder)).results), []);
     assert.ok(ids((await list(owner)).results).includes(project.projectId));

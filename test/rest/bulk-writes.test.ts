@@ -1,0 +1,127 @@
+/**
+ * Bulk POSTs larger than one INSERT (the engine writes INSERT_CHUNK rows a statement and lets the
+ * event loop run between two): still all or nothing, answered in the order sent, and reads of
+ * other requests are answered while one is being written.
+ */
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import type { FastifyInstance } from 'fastify';
+import { readBearerToken } from '../../src/http/bearer-auth.ts';
+import type { ClassDefinition } from '../../src/rest/definition.ts';
+import { textProperty, uuidProperty } from '../../src/rest/properties.ts';
+import { registerClasses } from '../../src/rest/routes.ts';
+import { INSERT_CHUNK } from '../../src/rest/store.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
+import { assertError, signIn, type SignedIn } from './fixtures/clients.ts';
+import { Note, createNotesTable } from './fixtures/note.ts';
+
+/** A class whose label is unique across the table, so an INSERT can fail on a constraint. */
+const Tag: ClassDefinition = {
+  name: 'Tag',
+  path: '/tags',
+  table: 'test_tags',
+  id: { property: 'tagId', column: 'tag_id' },
+  properties: {
+    ownerId: uuidProperty('owner_id'),
+    label: textProperty('label', { writable: true, required: true, minLength: 1, maxLength: 100 }),
+  },
+  sortable: ['label'],
+  defaultSort: 'label',
+  visible: (eb, caller) => eb('owner_id', '=', caller.userId),
+  onCreate: (caller) => ({ owner_id: caller.userId }),
+};
+
+let server: TestServer;
+let client: SignedIn;
+/** POSTs between their handler's start and their answer, and GETs answered meanwhile. */
+const progress = { postsInHandler: 0, getsAnsweredDuringPost: 0 };
+
+async function serve(app: FastifyInstance): Promise<void> {
+  await app.database.db.schema
+    .createTable('test_tags')
+    .addColumn('tag_id', 'text', (col) => col.primaryKey())
+    .addColumn('owner_id', 'text', (col) => col.notNull())
+    .addColumn('label', 'text', (col) => col.notNull().unique())
+    .execute();
+  await createNotesTable(app.database.db);
+  await app.register(
+    async (api) => {
+      api.decorateRequest('auth', undefined);
+      api.addHook('onRequest', readBearerToken);
+      api.addHook('preHandler', async (request) => {
+        if (request.method === 'POST') progress.postsInHandler++;
+      });
+      api.addHook('onSend', async (request) => {
+        if (request.method === 'POST') progress.postsInHandler--;
+        else if (request.method === 'GET' && progress.postsInHandler > 0) progress.getsAnsweredDuringPost++;
+      });
+      await registerClasses(api, [Tag, Note]);
+    },
+    { prefix: '/v4' },
+  );
+}
+
+before(async () => {
+  server = await startServer({ beforeListen: serve });
+  client = await signIn(server, 'common users:update');
+});
+after(() => server.close());
+
+async function tagCount(): Promise<number> {
+  const reply = await client.call('GET', '/v4/tags?pageSize=1');
+  assert.equal(reply.status, 200, reply.text);
+  return reply.body.totalResults;
+}
+
+describe('a bulk POST of more objects than one INSERT holds', () => {
+  test('creates every object, answered in the order sent, with the ids given', async () => {
+    const items = Array.from({ length: INSERT_CHUNK * 2 + 3 }, (_, n) => ({ label: `ordered ${n}`, ...(n % 2 === 0 && { tagId: randomUUID() }) }));
+    const reply = await client.call('POST', '/v4/tags', { body: items });
+    assert.equal(reply.status, 200, reply.text);
+    assert.deepEqual(
+      reply.body.created.map((tag: any) => tag.label),
+      items.map((item) => item.label),
+    );
+    for (const [n, item] of items.entries()) if (item.tagId) assert.equal(reply.body.created[n].tagId, item.tagId);
+    assert.deepEqual(reply.body.updated, []);
+  });
+
+  test('an object of the last INSERT breaking a unique constraint is 409 and none of the earlier INSERTs is kept', async () => {
+    const before = await tagCount();
+    const items = Array.from({ length: INSERT_CHUNK * 3 + 7 }, (_, n) => ({ label: `all or nothing ${n}` }));
+    items.push({ label: 'all or nothing 0' });
+    assertError(await client.call('POST', '/v4/tags', { body: items }), 409, 'conflict');
+    assert.equal(await tagCount(), before);
+  });
+
+  test('creates and an update (its id in upper case) in one POST: each answered in created or updated', async () => {
+    const [first] = (await client.call('POST', '/v4/tags', { body: { label: 'to update' } })).body.created;
+    const items: object[] = Array.from({ length: INSERT_CHUNK + 5 }, (_, n) => ({ label: `mixed ${n}` }));
+    items.push({ tagId: first.tagId.toUpperCase(), label: 'updated' });
+    const reply = await client.call('POST', '/v4/tags', { body: items });
+    assert.equal(reply.status, 200, reply.text);
+    assert.equal(reply.body.created.length, INSERT_CHUNK + 5);
+    assert.deepEqual(reply.body.updated, [{ tagId: first.tagId, ownerId: client.account.userId, label: 'updated' }]);
+  });
+
+  test('reads of other requests are answered while it is being written', async () => {
+    const [note] = (await client.call('POST', '/v4/notes', { body: { text: 'read me' } })).body.created;
+    progress.getsAnsweredDuringPost = 0;
+    let posting = true;
+    const bulk = client
+      .call('POST', '/v4/notes', { body: Array.from({ length: 1000 }, (_, n) => ({ text: `bulk ${n}` })) })
+      .finally(() => (posting = false));
+    const reads = Array.from({ length: 4 }, async () => {
+      while (posting) {
+        const reply = await client.call('GET', `/v4/notes/${note.noteId}`);
+        assert.equal(reply.status, 200, reply.text);
+      }
+    });
+    const reply = await bulk;
+    await Promise.all(reads);
+    assert.equal(reply.status, 200, reply.text);
+    assert.equal(reply.body.created.length, 1000);
+    assert.ok(progress.getsAnsweredDuringPost > 0, 'no GET was answered while the POST was being written');
+  });
+});
