@@ -1,4 +1,4 @@
-import { sql, type RawBuilder, type SqlBool } from 'kysely';
+import { PostgresAdapter, sql, type Kysely, type RawBuilder, type SqlBool } from 'kysely';
 import type { DatabaseKind } from './connection.ts';
 
 /**
@@ -18,4 +18,13 @@ export function containsPattern(text: string): string {
 export function matchesContainsPattern(kind: DatabaseKind, column: string, pattern: string): RawBuilder<SqlBool> {
   const operator = sql.raw(kind === 'postgres' ? 'ilike' : 'like');
   return sql<SqlBool>`${sql.ref(column)} ${operator} ${pattern} escape '\\'`;
+}
+
+/**
+ * Whether `db` runs data-modifying statements inside WITH (PostgreSQL does; SQLite does not), so
+ * that a write and the record of it can be one statement: one round trip instead of a transaction's
+ * four. A caller offers both forms and asks this which to use.
+ */
+export function writesInWith(db: Kysely<any>): boolean {
+  return db.getExecutor().adapter instanceof PostgresAdapter;
 }

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
+import { writesInWith } from '../db/dialect.ts';
 import { reusableQuery } from '../db/reusable-query.ts';
 import type { Schema } from '../db/schema.ts';
 import { hashSecret, newSecret } from './secrets.ts';
@@ -86,6 +87,33 @@ const rotateTokens = reusableQuery(
       .returning('session_id'),
 );
 
+/** The rotation and its record as one statement, where the dialect allows it (see writesInWith). */
+const rotateAndRecord = reusableQuery(
+  (
+    db: Kysely<Schema>,
+    values: { sessionId: string; oldHash: string; oldExpiresAt: number; access_token_hash: string; access_expires_at: number; refresh_token_hash: string; refresh_expires_at: number; now: number },
+  ) =>
+    db
+      .with('rotated', (qb) =>
+        qb
+          .updateTable('sessions')
+          .set({
+            access_token_hash: values.access_token_hash,
+            access_expires_at: values.access_expires_at,
+            refresh_token_hash: values.refresh_token_hash,
+            refresh_expires_at: values.refresh_expires_at,
+            last_used_at: values.now,
+          })
+          .where('session_id', '=', values.sessionId)
+          .where('refresh_token_hash', '=', values.oldHash)
+          .returning('session_id'),
+      )
+      .insertInto('rotated_refresh_tokens')
+      .columns(['refresh_token_hash', 'session_id', 'expires_at'])
+      .expression((eb) => eb.selectFrom('rotated').select([eb.val(values.oldHash).as('refresh_token_hash'), 'rotated.session_id', eb.cast<number>(eb.val(values.oldExpiresAt), 'bigint').as('expires_at')]))
+      .returning('session_id'),
+);
+
 const recordRotatedToken = reusableQuery((db: Kysely<Schema>, row: { refresh_token_hash: string; session_id: string; expires_at: number }) =>
   db.insertInto('rotated_refresh_tokens').values(row),
 );
@@ -103,15 +131,22 @@ export async function findRotatedSession(db: Kysely<Schema>, refreshToken: strin
 }
 
 /**
- * Replaces both tokens of the session, found by its refresh token. Resolves to undefined when
- * that token was rotated concurrently (it lost the race).
+ * Replaces both tokens of the session, found by its refresh token, and keeps the old token's hash
+ * (reuse detection), atomically. Resolves to undefined when that token was rotated concurrently
+ * (it lost the race).
  */
 export async function rotateSession(db: Kysely<Schema>, session: SessionRow, now = Date.now()): Promise<IssuedTokens | undefined> {
   const pair = newTokenPair(now);
   const oldHash = session.refreshTokenHash;
-  const updated = await rotateTokens(db, { sessionId: session.sessionId, oldHash, ...pair.row, now });
-  if (updated.length === 0) return undefined;
-  await recordRotatedToken(db, { refresh_token_hash: oldHash, session_id: session.sessionId, expires_at: session.refreshExpiresAt });
+  const rotated = writesInWith(db)
+    ? (await rotateAndRecord(db, { sessionId: session.sessionId, oldHash, oldExpiresAt: session.refreshExpiresAt, ...pair.row, now })).length > 0
+    : await db.transaction().execute(async (trx) => {
+        const updated = await rotateTokens(trx, { sessionId: session.sessionId, oldHash, ...pair.row, now });
+        if (updated.length === 0) return false;
+        await recordRotatedToken(trx, { refresh_token_hash: oldHash, session_id: session.sessionId, expires_at: session.refreshExpiresAt });
+        return true;
+      });
+  if (!rotated) return undefined;
   return {
     sessionId: session.sessionId,
     ...pair,

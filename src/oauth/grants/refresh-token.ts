@@ -26,7 +26,7 @@ export async function refreshTokenGrant({ db, params, client, now, origin }: Gra
     const asked = [...new Set(['common', ...parseScopes(params.scope)])].sort().join(' ');
     if (asked !== session.scope) throw new InvalidScope(`scope must be the original scope (${session.scope}) or omitted`);
   }
-  const tokens = await db.transaction().execute((trx) => rotateSession(trx, session, now));
+  const tokens = await rotateSession(db, session, now);
   if (!tokens) {
     await recordSecurityEvent(db, origin, { kind: 'refresh_token_reused', userId: session.userId, clientId: session.clientId, details: { session_id: session.sessionId, session_revoked: true } });
     await revokeSession(db, session.sessionId);
