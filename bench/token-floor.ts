@@ -56,7 +56,7 @@ const scoped = postgres ? await freshSchema(postgres) : undefined;
 try {
   const database = join(dir, 'bench.db');
   const databaseUrl = scoped?.url ?? `sqlite:${database}`;
-  const secrets = await mintSecrets(databaseUrl, Math.max(40_000, seconds * (postgres ? 12_000 : 36_000)));
+  const secrets = await mintSecrets(databaseUrl, Math.max(40_000, seconds * (postgres ? 30_000 : 36_000)));
   let used = 0;
   // Each measurement (a warm-up and a run per server) gets its own sixth of the single-use tokens.
   const slice = () => secrets.refreshTokens.slice(used, (used += secrets.refreshTokens.length / 6));
