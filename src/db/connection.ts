@@ -35,6 +35,8 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
 export interface OpenOptions {
   /** SQLite: the log's length, in pages, past which a commit checkpoints it when writes never pause (default 8,192: 32 MiB). */
   walBacklogFrames?: number;
+  /** SQLite: the number of writes after which checkpoints move to a worker thread (default 256). */
+  checkpointWorkerAfterWrites?: number;
 }
 
 export function openDatabase(target: DatabaseTarget, options: OpenOptions = {}): Database {
@@ -42,9 +44,10 @@ export function openDatabase(target: DatabaseTarget, options: OpenOptions = {}):
     const connection = sqliteConnection(target.path);
     // An in-memory database exists once per connection: there, one connection does both jobs.
     const reader = target.path === ':memory:' ? connection : sqliteConnection(target.path, { readonly: true });
-    const connections = { writer: new StatementCache(connection), reader: new StatementCache(reader), lock: new WriteLock() };
+    const connections: SqliteConnections = { writer: new StatementCache(connection), reader: new StatementCache(reader), lock: new WriteLock() };
     const db = new Kysely<Schema>({ dialect: new SqliteConnectionsDialect(connections) });
-    const checkpointer = target.path === ':memory:' ? undefined : checkpointInBackground(target.path, connections, options.walBacklogFrames);
+    const checkpoints = target.path === ':memory:' ? undefined : new BackgroundCheckpoints(target.path, connection, options);
+    if (checkpoints) connections.afterWrite = () => checkpoints.noteWrite();
     return {
       db,
       kind: 'sqlite',
@@ -67,7 +70,7 @@ export function openDatabase(target: DatabaseTarget, options: OpenOptions = {}):
         }
       },
       async close() {
-        await checkpointer?.stop();
+        await checkpoints?.stop();
         await db.destroy();
       },
     };
@@ -107,15 +110,58 @@ function sqliteConnection(path: string, options: { readonly?: boolean } = {}): B
 
 /**
  * A worker thread copies the log back into the database file (see wal-checkpointer.ts), so
- * commits no longer do it. The writer's own automatic checkpoint stays as a backstop, at a longer
- * log: when writes never pause long enough for the worker to catch up, it folds the log in and
- * lets it restart, as before but eight times more rarely.
+ * commits no longer do it, once the database is written to steadily: it starts at the 256th write
+ * and stops after five minutes without one (a thread costs ~10 MiB; an idle server keeps none).
+ * Meanwhile the writer's own automatic checkpoint stays as a backstop, at a longer log: when writes
+ * never pause long enough for the worker to catch up, it folds the log in and lets it restart.
  */
-function checkpointInBackground(path: string, connections: SqliteConnections, backlogFrames = 8192): WalCheckpointer {
-  connections.writer.connection.pragma(`wal_autocheckpoint = ${backlogFrames}`);
-  // The log file keeps its length when restarted; this bounds what stays on disk.
-  connections.writer.connection.pragma(`journal_size_limit = ${64 * 1024 * 1024}`);
-  return startWalCheckpointer(path);
+class BackgroundCheckpoints {
+  static readonly IDLE_MS = 5 * 60_000;
+  #writes = 0;
+  #lastWrite = 0;
+  #worker: WalCheckpointer | undefined;
+  #idleCheck: NodeJS.Timeout | undefined;
+
+  readonly #backlogFrames: number;
+  readonly #startAfterWrites: number;
+
+  constructor(
+    private readonly path: string,
+    private readonly writer: BetterSqlite3.Database,
+    options: OpenOptions,
+  ) {
+    this.#backlogFrames = options.walBacklogFrames ?? 8192;
+    this.#startAfterWrites = options.checkpointWorkerAfterWrites ?? 256;
+    // The log file keeps its length when restarted; this bounds what stays on disk.
+    writer.pragma(`journal_size_limit = ${64 * 1024 * 1024}`);
+  }
+
+  noteWrite(): void {
+    this.#lastWrite = Date.now();
+    if (this.#worker === undefined && ++this.#writes >= this.#startAfterWrites) this.#start();
+  }
+
+  #start(): void {
+    this.#worker = startWalCheckpointer(this.path);
+    this.writer.pragma(`wal_autocheckpoint = ${this.#backlogFrames}`);
+    this.#idleCheck = setInterval(() => {
+      if (Date.now() - this.#lastWrite > BackgroundCheckpoints.IDLE_MS) void this.#stopWorker();
+    }, BackgroundCheckpoints.IDLE_MS / 5).unref();
+  }
+
+  async #stopWorker(): Promise<void> {
+    const worker = this.#worker;
+    if (!worker) return;
+    this.#worker = undefined;
+    this.#writes = 0;
+    clearInterval(this.#idleCheck);
+    if (this.writer.open) this.writer.pragma('wal_autocheckpoint = 1000');
+    await worker.stop();
+  }
+
+  stop(): Promise<void> {
+    return this.#stopWorker();
+  }
 }
 
 function postgresPool(url: string): pg.Pool {

@@ -72,6 +72,8 @@ export interface SqliteConnections {
   writer: StatementCache;
   reader: StatementCache;
   lock: WriteLock;
+  /** Called after each commit, and after each write outside a transaction. */
+  afterWrite?: () => void;
 }
 
 function run(statements: StatementCache, { sql, parameters }: CompiledQuery): QueryResult<any> {
@@ -91,13 +93,19 @@ class Connection implements DatabaseConnection {
     if (this.inTransaction) return run(writer, query);
     if (SelectQueryNode.is(query.query)) return run(reader, query);
     // A write of its own must not land inside another caller's open transaction.
-    if (!lock.held) return run(writer, query);
+    if (!lock.held) return this.#loneWrite(query);
     await lock.acquire();
     try {
-      return run(writer, query);
+      return this.#loneWrite(query);
     } finally {
       lock.release();
     }
+  }
+
+  #loneWrite<R>(query: CompiledQuery): QueryResult<R> {
+    const result = run(this.connections.writer, query);
+    this.connections.afterWrite?.();
+    return result;
   }
 
   async *streamQuery(): AsyncIterableIterator<QueryResult<any>> {
@@ -143,6 +151,7 @@ class SqliteConnectionsDriver implements Driver {
   #end(connection: Connection, how: 'commit' | 'rollback'): void {
     try {
       this.connections.writer.prepare(how).run();
+      if (how === 'commit') this.connections.afterWrite?.();
     } catch (error) {
       // A failed commit leaves the transaction open: roll it back so the lock can go.
       if (this.connections.writer.connection.inTransaction) this.connections.writer.connection.exec('rollback');

@@ -24,7 +24,8 @@ const until = async (what: string, check: () => boolean, ms = 5000) => {
 test('commits leave checkpoints to the worker, which copies the log back while nothing waits', { skip: !onSqlite && 'SQLite only' }, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'svc-wal-'));
   const path = join(dir, 'test.db');
-  const database = openDatabase({ kind: 'sqlite', path });
+  // The worker starts at the first write here (a server's, at its 256th).
+  const database = openDatabase({ kind: 'sqlite', path }, { checkpointWorkerAfterWrites: 1 });
   try {
     const { db } = database;
     await migrateToLatest(db);
@@ -55,7 +56,7 @@ test('writes that never pause still keep the log bounded', { skip: !onSqlite && 
   const dir = mkdtempSync(join(tmpdir(), 'svc-wal-'));
   const path = join(dir, 'test.db');
   // Restarted past 1,000 pages (4 MiB) here, where it would otherwise reach ~120 MB.
-  const database = openDatabase({ kind: 'sqlite', path }, { walBacklogFrames: 1000 });
+  const database = openDatabase({ kind: 'sqlite', path }, { walBacklogFrames: 1000, checkpointWorkerAfterWrites: 1 });
   try {
     const { db } = database;
     await migrateToLatest(db);
