@@ -58,7 +58,7 @@ const serverEnv = (databaseUrl: string, workshopTemplate: string) => ({
   RATE_LIMIT_V4: '1000000000',
   LOG_LEVEL: 'info',
 });
-const IDLE_SETTLE_MS = 45_000;
+const IDLE_SETTLE_MS = Number(process.env.BENCH_IDLE_SETTLE_MS ?? 45_000);
 const databaseLabel = values.database?.startsWith('postgres') ? 'PostgreSQL' : 'SQLite';
 
 async function measureWarm(url: string, load: Load, count = connections): Promise<Figures> {
