@@ -41,14 +41,28 @@ async function waitUntilServing(url: string, child: ChildProcess, stderr: () => 
 }
 
 /**
+ * How `npm start` runs the server: the environment variables set before `node` and the flags
+ * between `node` and the entry point in package.json's start script, so the bench measures the
+ * service as production starts it.
+ */
+export function productionStart(): { env: Record<string, string>; flags: string[] } {
+  const script = (JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: { start: string } }).scripts.start;
+  const words = script.split(/\s+/).filter(Boolean);
+  const node = words.indexOf('node');
+  const env = Object.fromEntries(words.slice(0, node).map((word) => [word.slice(0, word.indexOf('=')), word.slice(word.indexOf('=') + 1)]));
+  const flags = words.slice(node + 1).filter((word) => word.startsWith('-'));
+  return { env, flags };
+}
+
+/**
  * Starts an entry point as its own process and waits until it answers on `probePath`: compiled
  * JavaScript (`.js`) with plain node, as production runs it, TypeScript under tsx's loader.
  */
-export async function startProcess(entry: string, env: Record<string, string>, probePath = '/'): Promise<Running> {
+export async function startProcess(entry: string, env: Record<string, string>, probePath = '/', flags: string[] = []): Promise<Running> {
   const port = await freePort();
   // tsx runs the process as a child of its own; spawning node with tsx's loader keeps one process to measure.
   // BENCH_NODE_ARGS passes flags to the measured processes, e.g. --cpu-prof to see where time goes.
-  const nodeArgs = process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+  const nodeArgs = [...flags, ...(process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [])];
   const loader = entry.endsWith('.ts') ? ['--import', 'tsx'] : [];
   const spawnedAt = performance.now();
   const child = spawn(process.execPath, [...nodeArgs, ...loader, entry], {

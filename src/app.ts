@@ -3,7 +3,7 @@ import { registerAjvFormats, type TypeBoxTypeProvider } from '@fastify/type-prov
 import compress from '@fastify/compress';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { constants as zlibConstants } from 'node:zlib';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { DestinationStream } from 'pino';
 import { classes } from './classes/index.ts';
 import type { Config } from './config.ts';
@@ -74,7 +74,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   }
   // commandTimeout: while Redis is unreachable, queued commands otherwise waited for ioredis's
   // growing reconnect delays (up to 10 s per request); now the limiter gives up after 250 ms.
-  const redis = config.redisUrl ? new Redis(config.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: true, commandTimeout: 250 }) : undefined;
+  // (ioredis is loaded only when configured.)
+  const redis = config.redisUrl ? new (await import('ioredis')).Redis(config.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: true, commandTimeout: 250 }) : undefined;
 
   const app = Fastify({
     logger: {

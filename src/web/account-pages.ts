@@ -1,5 +1,4 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import QRCode from 'qrcode';
 import { AccountError, acceptTotpCode, checkPassword, findAccount, setTotpSecret, storePasswordHash, type Account } from '../accounts/accounts.ts';
 import { hashPassword } from '../accounts/passwords.ts';
 import { recordSecurityEvent } from '../accounts/security-events.ts';
@@ -64,7 +63,7 @@ export async function accountPages(web: FastifyInstance): Promise<void> {
       let secret = session.pendingTotpSecret;
       if (!secret) await setPendingTotpSecret(db(), session, (secret = newTotpSecret()));
       const uri = totpUri(secret, account.username);
-      setup = { uri, qrSvg: await QRCode.toString(uri, { type: 'svg', margin: 2, errorCorrectionLevel: 'M' }) };
+      setup = { uri, qrSvg: await (await import('qrcode')).default.toString(uri, { type: 'svg', margin: 2, errorCorrectionLevel: 'M' }) };
     }
     const [sessions, devices] = await Promise.all([listUserSessions(db(), account.userId), listTrustedDevices(db(), account.userId)]);
     return sendPage(
