@@ -68,50 +68,33 @@ const insertSession = reusableQuery(
   ) => db.insertInto('sessions').values(row),
 );
 
-const rotateTokens = reusableQuery(
-  (
-    db: Kysely<Schema>,
-    values: { sessionId: string; oldHash: string; access_token_hash: string; access_expires_at: number; refresh_token_hash: string; refresh_expires_at: number; now: number },
-  ) =>
-    db
-      .updateTable('sessions')
-      .set({
-        access_token_hash: values.access_token_hash,
-        access_expires_at: values.access_expires_at,
-        refresh_token_hash: values.refresh_token_hash,
-        refresh_expires_at: values.refresh_expires_at,
-        last_used_at: values.now,
-      })
-      .where('session_id', '=', values.sessionId)
-      .where('refresh_token_hash', '=', values.oldHash)
-      .returning('session_id'),
-);
+type Rotation = { sessionId: string; oldHash: string; access_token_hash: string; access_expires_at: number; refresh_token_hash: string; refresh_expires_at: number; now: number };
+
+/** The session's new token pair, if its refresh token is still `oldHash` (a concurrent rotation wins once). */
+const rotationOf = (db: Kysely<Schema>, values: Rotation) =>
+  db
+    .updateTable('sessions')
+    .set({
+      access_token_hash: values.access_token_hash,
+      access_expires_at: values.access_expires_at,
+      refresh_token_hash: values.refresh_token_hash,
+      refresh_expires_at: values.refresh_expires_at,
+      last_used_at: values.now,
+    })
+    .where('session_id', '=', values.sessionId)
+    .where('refresh_token_hash', '=', values.oldHash)
+    .returning('session_id');
+
+const rotateTokens = reusableQuery(rotationOf);
 
 /** The rotation and its record as one statement, where the dialect allows it (see writesInWith). */
-const rotateAndRecord = reusableQuery(
-  (
-    db: Kysely<Schema>,
-    values: { sessionId: string; oldHash: string; oldExpiresAt: number; access_token_hash: string; access_expires_at: number; refresh_token_hash: string; refresh_expires_at: number; now: number },
-  ) =>
-    db
-      .with('rotated', (qb) =>
-        qb
-          .updateTable('sessions')
-          .set({
-            access_token_hash: values.access_token_hash,
-            access_expires_at: values.access_expires_at,
-            refresh_token_hash: values.refresh_token_hash,
-            refresh_expires_at: values.refresh_expires_at,
-            last_used_at: values.now,
-          })
-          .where('session_id', '=', values.sessionId)
-          .where('refresh_token_hash', '=', values.oldHash)
-          .returning('session_id'),
-      )
-      .insertInto('rotated_refresh_tokens')
-      .columns(['refresh_token_hash', 'session_id', 'expires_at'])
-      .expression((eb) => eb.selectFrom('rotated').select([eb.val(values.oldHash).as('refresh_token_hash'), 'rotated.session_id', eb.cast<number>(eb.val(values.oldExpiresAt), 'bigint').as('expires_at')]))
-      .returning('session_id'),
+const rotateAndRecord = reusableQuery((db: Kysely<Schema>, values: Rotation & { oldExpiresAt: number }) =>
+  db
+    .with('rotated', () => rotationOf(db, values))
+    .insertInto('rotated_refresh_tokens')
+    .columns(['refresh_token_hash', 'session_id', 'expires_at'])
+    .expression((eb) => eb.selectFrom('rotated').select([eb.val(values.oldHash).as('refresh_token_hash'), 'rotated.session_id', eb.cast<number>(eb.val(values.oldExpiresAt), 'bigint').as('expires_at')]))
+    .returning('session_id'),
 );
 
 const recordRotatedToken = reusableQuery((db: Kysely<Schema>, row: { refresh_token_hash: string; session_id: string; expires_at: number }) =>
