@@ -105,7 +105,10 @@ describe('a bulk POST of more objects than one INSERT holds', () => {
     assert.deepEqual(reply.body.updated, [{ tagId: first.tagId, ownerId: client.account.userId, label: 'updated' }]);
   });
 
-  test('reads of other requests are answered while it is being written', async () => {
+  // SQLite's statements run on the request thread, so this checks that the POST yields between
+  // INSERTs. On PostgreSQL every statement is an asynchronous round trip anyway, and the POST can
+  // finish before any GET does (it did once in CI), so there it would test timing, not the yield.
+  test('reads of other requests are answered while it is being written', { skip: process.env.DATABASE_URL?.startsWith('postgres') && 'SQLite only: see above' }, async () => {
     const [note] = (await client.call('POST', '/v4/notes', { body: { text: 'read me' } })).body.created;
     progress.getsAnsweredDuringPost = 0;
     let posting = true;
