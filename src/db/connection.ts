@@ -136,9 +136,16 @@ class BackgroundCheckpoints {
     writer.pragma(`journal_size_limit = ${64 * 1024 * 1024}`);
   }
 
+  /** After a committed write; never throws (the write it follows has succeeded). */
   noteWrite(): void {
     this.#lastWrite = Date.now();
-    if (this.#worker === undefined && ++this.#writes >= this.#startAfterWrites) this.#start();
+    if (this.#worker !== undefined || ++this.#writes < this.#startAfterWrites) return;
+    try {
+      this.#start();
+    } catch {
+      // No thread to be had: the writer's own automatic checkpoint goes on as before.
+      this.#writes = 0;
+    }
   }
 
   #start(): void {

@@ -78,3 +78,25 @@ test('writes that never pause still keep the log bounded', { skip: !onSqlite && 
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('a database with few writes keeps the checkpoint in its commits and starts no worker', { skip: !onSqlite && 'SQLite only' }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-wal-'));
+  const path = join(dir, 'test.db');
+  const database = openDatabase({ kind: 'sqlite', path }, { checkpointWorkerAfterWrites: 1_000_000 });
+  try {
+    const { db } = database;
+    await migrateToLatest(db);
+    const sizeBefore = statSync(path).size;
+    for (let batch = 0; batch < 6; batch++) {
+      await db.transaction().execute(async (trx) => {
+        for (let i = 0; i < 50; i++) await trx.insertInto('content_versions').values({ name: `${batch}-${i}-${'x'.repeat(3000)}`, version: i }).execute();
+      });
+    }
+    // The same ~300 pages the worker copies within moments in the test above stay in the log here.
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    assert.ok(statSync(path).size < sizeBefore + 800_000, 'no worker copied the log into the database file');
+  } finally {
+    await database.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
