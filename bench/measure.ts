@@ -102,7 +102,8 @@ async function measureWithNode(baseUrl: string, load: Load, options: { seconds: 
   const elapsed = (performance.now() - started) / 1000;
   agent.destroy();
   latencies.sort((a, b) => a - b);
-  const at = (fraction: number) => (latencies.length ? Math.round(latencies[Math.min(latencies.length - 1, Math.floor(fraction * latencies.length))]!) : 0);
+  // Hundredths of a millisecond (autocannon keeps whole milliseconds): ratios of small latencies stay meaningful.
+  const at = (fraction: number) => (latencies.length ? Math.round(latencies[Math.min(latencies.length - 1, Math.floor(fraction * latencies.length))]! * 100) / 100 : 0);
   return {
     requestsPerSecond: Math.round(latencies.length / elapsed),
     p50: at(0.5),

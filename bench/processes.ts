@@ -26,8 +26,8 @@ function memoryOf(pid: number) {
   return { rssMiB: Math.round(kib('VmRSS') / 1024), peakMiB: Math.round(kib('VmHWM') / 1024) };
 }
 
-async function waitUntilServing(url: string, child: ChildProcess, stderr: () => string): Promise<void> {
-  const deadline = Date.now() + 30_000;
+async function waitUntilServing(url: string, child: ChildProcess, stderr: () => string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`${url} exited with ${child.exitCode}: ${stderr()}`);
     try {
@@ -37,7 +37,7 @@ async function waitUntilServing(url: string, child: ChildProcess, stderr: () => 
     }
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
-  throw new Error(`${url} did not start within 30 s: ${stderr()}`);
+  throw new Error(`${url} did not start within ${timeoutMs / 1000} s: ${stderr()}`);
 }
 
 /**
@@ -57,8 +57,9 @@ export function productionStart(): { env: Record<string, string>; flags: string[
 /**
  * Starts an entry point as its own process and waits until it answers on `probePath`: compiled
  * JavaScript (`.js`) with plain node, as production runs it, TypeScript under tsx's loader.
+ * `startTimeoutMs` is for processes that prepare data before they listen (the peers mint theirs).
  */
-export async function startProcess(entry: string, env: Record<string, string>, probePath = '/', flags: string[] = []): Promise<Running> {
+export async function startProcess(entry: string, env: Record<string, string>, probePath = '/', flags: string[] = [], startTimeoutMs = 30_000): Promise<Running> {
   const port = await freePort();
   // tsx runs the process as a child of its own; spawning node with tsx's loader keeps one process to measure.
   // BENCH_NODE_ARGS passes flags to the measured processes, e.g. --cpu-prof to see where time goes.
@@ -72,7 +73,12 @@ export async function startProcess(entry: string, env: Record<string, string>, p
   let errors = '';
   child.stderr!.on('data', (chunk) => (errors = (errors + chunk).slice(-4000)));
   const url = `http://127.0.0.1:${port}`;
-  await waitUntilServing(url + probePath, child, () => errors);
+  try {
+    await waitUntilServing(url + probePath, child, () => errors, startTimeoutMs);
+  } catch (error) {
+    child.kill('SIGKILL');
+    throw error;
+  }
   const startMs = Math.round(performance.now() - spawnedAt);
   return {
     url,

@@ -1,16 +1,30 @@
 // npm run bench [-- --seconds 10 --connections 10 --only <text> --database <url> --large --skip-peer]
 // Every ratio is of figures measured in the same run, because absolute figures drift on shared
 // machines: against a bare Fastify hello-world (before and after the cases, averaged), against the
-// reference row (floor-server.ts: the per-request work the service must do and nothing else), and
-// against the peer (node-oidc-provider 9, peer-oidc-provider.ts) for the token endpoint.
+// reference rows (floor-server.ts: the per-request work the service must do and nothing else; the
+// second adds the bearer-token lookup a v4 GET needs), and against the peers for the token endpoint
+// (node-oidc-provider 9, peer-oidc-provider.ts, with the storage adapters of bench/peer-adapters/:
+// in memory, SQLite and Redis on a SQLite run, in memory and PostgreSQL on a PostgreSQL run).
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { PEER_EXCHANGE, PEER_REFRESH, engramListLoads, mixedLoads, standardCases, type Target } from './cases.ts';
+import {
+  REFERENCE,
+  engramListLoads,
+  mixedLoads,
+  peerRowName,
+  peersOf,
+  referenceWithBearer,
+  standardCases,
+  type Grant,
+  type PeerStorage,
+  type Target,
+} from './cases.ts';
 import { BENCH_HOST, legacyData, mintSecrets, projects } from './fixtures.ts';
 import { largeListCases } from './large-lists.ts';
 import { measure, type Figures, type Load } from './measure.ts';
+import { freshSchema } from './postgres-schema.ts';
 import { productionStart, startProcess, type Running } from './processes.ts';
 import { FakeWorkshop } from '../test/helpers/workshop.ts';
 
@@ -32,7 +46,7 @@ const wanted = (name: string) => !values.only || name.includes(values.only);
 interface Row extends Partial<Figures> {
   name: string;
   connections?: number;
-  target?: Target;
+  targets?: Target[];
   /** What the row is measured against and the figure, filled in once every row is measured. */
   verdict?: string;
   serverRssMiB?: number;
@@ -60,6 +74,8 @@ const serverEnv = (databaseUrl: string, workshopTemplate: string) => ({
 });
 const IDLE_SETTLE_MS = Number(process.env.BENCH_IDLE_SETTLE_MS ?? 45_000);
 const databaseLabel = values.database?.startsWith('postgres') ? 'PostgreSQL' : 'SQLite';
+/** A run with --only measures some cases: its peak RSS is not the whole bench's. */
+const partial = values.only ? `partial run (--only ${values.only}): not the whole bench` : undefined;
 
 async function measureWarm(url: string, load: Load, count = connections): Promise<Figures> {
   if (!load.next) await measure(url, load, { seconds: 1, connections: count });
@@ -76,40 +92,60 @@ async function helloWorld(): Promise<Figures> {
   }
 }
 
-/** The reference of floor-server.ts: the per-request work the issues require, and nothing else. */
-async function floor(): Promise<Row> {
-  const server = await startProcess(FLOOR, {}, FLOOR_PATH);
+/**
+ * The reference of floor-server.ts: the per-request work the issues require, and nothing else.
+ * With `bearer`, the second reference: the same plus one raw bearer-token lookup by hash in the
+ * service's database, for a token the fixtures minted there.
+ */
+async function floor(bearer?: { databaseUrl: string; accessToken: string }): Promise<Row> {
+  const server = await startProcess(FLOOR, bearer ? { FLOOR_BEARER_DATABASE: bearer.databaseUrl } : {}, FLOOR_PATH);
+  const load: Load = { path: FLOOR_PATH, headers: bearer ? { authorization: `Bearer ${bearer.accessToken}` } : undefined };
   try {
-    await measure(server.url, { path: FLOOR_PATH }, { seconds: 2, connections }); // warm-up
-    const figures = await measure(server.url, { path: FLOOR_PATH }, { seconds, connections });
-    return { name: 'reference: bare Fastify + pino line + rate limit + raw SQLite lookup', connections, ...figures, serverRssMiB: server.memory().peakMiB };
+    await measure(server.url, load, { seconds: 2, connections }); // warm-up
+    const figures = await measure(server.url, load, { seconds, connections });
+    return { name: bearer ? referenceWithBearer(databaseLabel) : REFERENCE, connections, ...figures, serverRssMiB: server.memory().peakMiB };
   } finally {
     await server.stop();
   }
 }
 
-/** node-oidc-provider 9 in memory: the authorization_code exchange and the refresh_token grant. */
-async function peer(): Promise<Row[]> {
+/**
+ * node-oidc-provider 9 on one storage: the authorization_code exchange and the refresh_token grant,
+ * over single-use secrets the peer minted through that storage before it listened.
+ */
+async function peer(storage: PeerStorage): Promise<Row[]> {
   const dir = mkdtempSync(join(tmpdir(), 'bench-peer-'));
   const file = join(dir, 'secrets.json');
-  // Enough single-use secrets for every request of either case at the peer's pace (over 5,000 req/s
-  // on a quiet machine); an exhausted list shows up as failed requests.
-  const server = await startProcess(PEER, { PEER_SECRETS_FILE: file, PEER_MINT: String(Math.max(20_000, seconds * 10_000)) }, '/.well-known/openid-configuration');
+  // Enough single-use secrets for every request of either case at the peer's pace (in memory over
+  // 5,000 req/s on a quiet machine, on a storage well under); an exhausted list shows up as failed requests.
+  const mint = storage === 'memory' ? Math.max(20_000, seconds * 10_000) : Math.max(10_000, seconds * 5_000);
+  const env: Record<string, string> = { PEER_STORAGE: storage, PEER_SECRETS_FILE: file, PEER_MINT: String(mint) };
+  if (storage === 'sqlite') env.PEER_SQLITE_FILE = join(dir, 'peer.db');
+  if (storage === 'postgres') env.PEER_DATABASE_URL = values.database!;
+  if (storage === 'redis' && process.env.BENCH_REDIS_URL) env.PEER_REDIS_URL = process.env.BENCH_REDIS_URL;
+  process.stderr.write(`peer on ${storage}: minting ${mint} codes and refresh tokens…\n`);
+  // Minting through a network storage takes a while before the peer listens.
+  const server = await startProcess(PEER, env, '/.well-known/openid-configuration', [], 600_000);
   try {
-    const secrets = JSON.parse(readFileSync(file, 'utf8')) as { clientId: string; redirectUri: string; codeVerifier: string; codes: string[]; refreshTokens: string[] };
+    const secrets = JSON.parse(readFileSync(file, 'utf8')) as { clientId: string; redirectUri: string; codeVerifier: string; codes: string[]; refreshTokens: string[]; storage: string };
     const rows: Row[] = [];
     const form = { 'content-type': 'application/x-www-form-urlencoded' };
     const body = (params: Record<string, string>) => new URLSearchParams({ client_id: secrets.clientId, ...params }).toString();
     let code = 0;
     let refresh = 0;
-    const cases: Array<[string, Load]> = [
+    const cases: Array<[Grant, Load]> = [
       [
-        PEER_EXCHANGE,
+        'authorization_code exchange',
         { method: 'POST', path: '/token', headers: form, next: () => ({ body: body({ grant_type: 'authorization_code', code: secrets.codes[code++] ?? 'exhausted', redirect_uri: secrets.redirectUri, code_verifier: secrets.codeVerifier }) }) },
       ],
-      [PEER_REFRESH, { method: 'POST', path: '/token', headers: form, next: () => ({ body: body({ grant_type: 'refresh_token', refresh_token: secrets.refreshTokens[refresh++] ?? 'exhausted' }) }) }],
+      ['refresh_token grant', { method: 'POST', path: '/token', headers: form, next: () => ({ body: body({ grant_type: 'refresh_token', refresh_token: secrets.refreshTokens[refresh++] ?? 'exhausted' }) }) }],
     ];
-    for (const [name, load] of cases) rows.push({ name, connections, ...(await measure(server.url, load, { seconds, connections })), serverRssMiB: server.memory().peakMiB });
+    for (const [grant, load] of cases) {
+      const name = peerRowName(storage, grant);
+      if (!wanted(name) && !wanted(`v4 token: ${grant}`)) continue;
+      process.stderr.write(`${name}…\n`);
+      rows.push({ name, connections, ...(await measure(server.url, load, { seconds, connections })), serverRssMiB: server.memory().peakMiB, note: secrets.storage });
+    }
     return rows;
   } finally {
     await server.stop();
@@ -119,20 +155,27 @@ async function peer(): Promise<Row[]> {
 
 async function runStandard(): Promise<Row[]> {
   const dir = mkdtempSync(join(tmpdir(), 'bench-'));
-  const databaseUrl = values.database ?? `sqlite:${join(dir, 'bench.db')}`;
+  // On PostgreSQL the service gets a schema of its own in the given database, dropped at the end.
+  const schema = values.database ? await freshSchema(values.database) : undefined;
+  const databaseUrl = schema?.url ?? `sqlite:${join(dir, 'bench.db')}`;
   const workshop = await new FakeWorkshop().start();
   try {
     process.stderr.write('minting codes and refresh tokens…\n');
     const secrets = await mintSecrets(databaseUrl, 60_000);
+    const rows: Row[] = [];
+    if (wanted('/v4/user') || wanted('/v4/projects/<id>') || wanted('reference')) {
+      process.stderr.write(`${referenceWithBearer(databaseLabel)}…\n`);
+      rows.push(await floor({ databaseUrl, accessToken: secrets.accessToken }));
+    }
     const server = await startProcess(SERVER, { ...START.env, ...serverEnv(databaseUrl, workshop.template) }, '/healthz', START.flags);
-    const rows: Row[] = [
-      { name: `${databaseLabel}: start to healthy (ms)`, target: { kind: 'at most', value: 1000 }, value: server.startMs },
-      { name: `${databaseLabel}: server RSS when idle after start (MiB)`, target: { kind: 'at most', value: 80 }, value: server.memory().rssMiB },
-    ];
+    rows.push(
+      { name: `${databaseLabel}: start to healthy (ms)`, targets: [{ kind: 'at most', value: 1000 }], value: server.startMs },
+      { name: `${databaseLabel}: server RSS when idle after start (MiB)`, targets: [{ kind: 'at most', value: 80 }], value: server.memory().rssMiB },
+    );
     // V8 grows its heap while the server starts and gives the surplus back once the process has been
     // idle for a while (its memory reducer, 10–35 s after start in our runs): the idle figure once it settled.
     await new Promise((resolve) => setTimeout(resolve, IDLE_SETTLE_MS));
-    rows.push({ name: `${databaseLabel}: server RSS idle ${IDLE_SETTLE_MS / 1000} s after start (MiB)`, target: { kind: 'at most', value: 80 }, value: server.memory().rssMiB });
+    rows.push({ name: `${databaseLabel}: server RSS idle ${IDLE_SETTLE_MS / 1000} s after start (MiB)`, targets: [{ kind: 'at most', value: 80 }], value: server.memory().rssMiB });
     try {
       process.stderr.write('creating v1 and v4 data through the API…\n');
       const legacy = await legacyData(server.url, workshop, 10_000);
@@ -140,17 +183,19 @@ async function runStandard(): Promise<Row[]> {
       for (const item of standardCases(legacy, secrets, projectId, databaseLabel)) {
         if (!wanted(item.name)) continue;
         process.stderr.write(`${item.name}…\n`);
-        rows.push({ name: item.name, target: item.target, connections, ...(await measureWarm(server.url, item.load)), serverRssMiB: server.memory().peakMiB });
+        rows.push({ name: item.name, targets: item.targets, connections, ...(await measureWarm(server.url, item.load)), serverRssMiB: server.memory().peakMiB });
       }
       rows.push(...(await engramLists(server)));
       rows.push(...(await mixed(server, legacy, secrets.accessToken, projectId)));
-      rows.push({ name: `${databaseLabel}: server peak RSS over the run (MiB)`, target: { kind: 'at most', value: 150 }, value: server.memory().peakMiB });
+      // VmHWM of the server process: its peak from start to here, every case above included.
+      rows.push({ name: `${databaseLabel}: server peak RSS over the run (MiB)`, targets: [{ kind: 'at most', value: 150 }], value: server.memory().peakMiB, note: partial });
       return rows;
     } finally {
       await server.stop();
     }
   } finally {
     await workshop.stop();
+    await schema?.drop();
     rmSync(dir, { recursive: true, force: true });
   }
 }
@@ -165,75 +210,79 @@ async function engramLists(server: Running): Promise<Row[]> {
     if (!wanted(item.name)) continue;
     process.stderr.write(`${item.name}…\n`);
     if (item.name.includes('If-None-Match') && !etag) {
-      rows.push({ name: item.name, target: item.target, note: 'no ETag on the list: not measurable' });
+      rows.push({ name: item.name, targets: item.targets, note: 'no ETag on the list: not measurable' });
       continue;
     }
-    rows.push({ name: item.name, target: item.target, connections, ...(await measureWarm(server.url, item.load)), serverRssMiB: server.memory().peakMiB });
+    rows.push({ name: item.name, targets: item.targets, connections, ...(await measureWarm(server.url, item.load)), serverRssMiB: server.memory().peakMiB });
   }
   return rows;
 }
 
-/** Single-object GETs alone, then the same GETs while 2 connections POST arrays of 250 new projects. */
+/**
+ * Single-object GETs alone, then the same GETs while 2 connections POST arrays of 250 new projects.
+ * The GETs are sent by the node:http client, which times answers to the microsecond: autocannon
+ * keeps whole milliseconds, and a p99 alone of "1 ms" made the ratio a matter of rounding.
+ */
 async function mixed(server: Running, legacy: Parameters<typeof mixedLoads>[0], accessToken: string, projectId: string): Promise<Row[]> {
   const { reads, writes } = mixedLoads(legacy, accessToken, projectId);
-  const name = 'mixed: p99 of single-object GETs while 2 connections POST 250 new projects';
+  const aloneName = `${databaseLabel} mixed: the GETs alone`;
+  const name = `${databaseLabel} mixed: p99 of single-object GETs while 2 connections POST 250 new projects`;
   if (!wanted(name)) return [];
   process.stderr.write(`${name}…\n`);
   const readConnections = Math.max(1, connections - 2);
-  const alone = await measureWarm(server.url, reads, readConnections);
+  await measure(server.url, reads, { seconds: 1, connections: readConnections }); // warm-up
+  const alone = await measure(server.url, reads, { seconds, connections: readConnections });
   const [underWrites, writing] = await Promise.all([
     measure(server.url, reads, { seconds, connections: readConnections }),
     measure(server.url, writes, { seconds, connections: 2 }),
   ]);
   return [
-    { name: 'mixed: the GETs alone', connections: readConnections, ...alone },
+    { name: aloneName, connections: readConnections, ...alone },
     {
       name,
       connections: readConnections,
       ...underWrites,
-      target: { kind: 'p99 at most times', value: 3, of: 'mixed: the GETs alone' },
+      // Issue 21: ≤ 5 × alone on SQLite (one writer), ≤ 3 × on PostgreSQL.
+      targets: [{ kind: 'p99 at most times', value: databaseLabel === 'SQLite' ? 5 : 3, of: aloneName }],
       note: `writes meanwhile: ${writing.requestsPerSecond} req/s, ${writing.failed} failed`,
       serverRssMiB: server.memory().peakMiB,
     },
   ];
 }
 
-/** Fills in each row's verdict from the rows it is measured against. */
+/** What one target says of a value, against the rows of the same run; undefined when its base row is missing. */
+function verdictOf(target: Target, row: Row, value: number, byName: Map<string, Row>): string | undefined {
+  const met = (ok: boolean) => (ok ? 'met' : 'MISSED');
+  switch (target.kind) {
+    case 'of reference':
+    case 'of peer': {
+      const base = byName.get(target.of)?.requestsPerSecond;
+      if (!base) return undefined;
+      const ratio = value / base;
+      const label = target.kind === 'of peer' ? target.of.slice(0, target.of.indexOf(':')).replace('node-oidc-provider 9 ', '') : target.of === REFERENCE ? 'reference' : 'reference + bearer';
+      return `${ratio.toFixed(2)} × ${label} (≥ ${target.value}): ${met(ratio >= target.value)}`;
+    }
+    case 'req/s':
+      return `≥ ${target.value} req/s: ${met(value >= target.value)}`;
+    case 'at most':
+      return `${value} (≤ ${target.value}): ${met(value <= target.value)}`;
+    case 'p99 at most times': {
+      const base = byName.get(target.of)?.p99;
+      if (!base || row.p99 === undefined) return undefined;
+      const times = row.p99 / base;
+      return `p99 ${times.toFixed(1)} × alone (≤ ${target.value}): ${met(times <= target.value)}`;
+    }
+  }
+}
+
+/** Fills in each row's verdict from the rows it is measured against: one ratio per target. */
 function judge(rows: Row[], hello: number): void {
   const byName = new Map(rows.map((row) => [row.name, row]));
-  const reference = rows.find((row) => row.name.startsWith('reference'))?.requestsPerSecond;
   for (const row of rows) {
-    const target = row.target;
     const value = row.value ?? row.requestsPerSecond;
-    if (!target || value === undefined) continue;
-    switch (target.kind) {
-      case 'of reference': {
-        if (!reference) break;
-        const ratio = value / reference;
-        row.verdict = `${ratio.toFixed(2)} × reference (≥ ${target.value}): ${ratio >= target.value ? 'met' : 'MISSED'}`;
-        break;
-      }
-      case 'of peer': {
-        const peerRow = byName.get(target.of!);
-        if (!peerRow?.requestsPerSecond) break;
-        const ratio = value / peerRow.requestsPerSecond;
-        row.verdict = `${ratio.toFixed(2)} × peer (≥ ${target.value}): ${ratio >= target.value ? 'met' : 'MISSED'}`;
-        break;
-      }
-      case 'req/s':
-        row.verdict = `≥ ${target.value} req/s: ${value >= target.value ? 'met' : 'MISSED'}`;
-        break;
-      case 'at most':
-        row.verdict = `${value} (≤ ${target.value}): ${value <= target.value ? 'met' : 'MISSED'}`;
-        break;
-      case 'p99 at most times': {
-        const base = byName.get(target.of!);
-        if (!base?.p99 || row.p99 === undefined) break;
-        const times = row.p99 / base.p99;
-        row.verdict = `p99 ${times.toFixed(1)} × alone (≤ ${target.value}): ${times <= target.value ? 'met' : 'MISSED'}`;
-        break;
-      }
-    }
+    if (!row.targets || value === undefined) continue;
+    const verdicts = row.targets.map((target) => verdictOf(target, row, value, byName)).filter((verdict) => verdict !== undefined);
+    if (verdicts.length > 0) row.verdict = verdicts.join('; ');
   }
   for (const row of rows) if (row.verdict === undefined && row.requestsPerSecond !== undefined && row.p50 !== undefined) row.verdict = `${(row.requestsPerSecond / hello).toFixed(2)} × hello-world`;
 }
@@ -252,13 +301,24 @@ function table(rows: Row[], hello: number): string {
   return lines.join('\n');
 }
 
+/** The targets in a few lines: how many are met, and each missed one with its ratio. */
+function summary(rows: Row[]): string {
+  const judged = rows.filter((row) => row.verdict && row.targets);
+  const missed = judged.filter((row) => row.verdict!.includes('MISSED'));
+  const lines = [`Targets: ${judged.length - missed.length} of ${judged.length} rows meet every target.`];
+  for (const row of missed) lines.push(`- MISSED: ${row.name}: ${row.verdict}`);
+  const unjudged = rows.filter((row) => row.targets && !row.verdict);
+  for (const row of unjudged) lines.push(`- not judged (a row it is measured against did not run): ${row.name}`);
+  return lines.join('\n');
+}
+
 const started = new Date();
 const before = await helloWorld();
 process.stderr.write(`hello-world: ${before.requestsPerSecond} req/s\n`);
 const rows: Row[] = [];
 if (!values['skip-standard']) {
   rows.push(await floor());
-  if (!values['skip-peer']) rows.push(...(await peer()));
+  if (!values['skip-peer']) for (const { storage } of peersOf(databaseLabel)) rows.push(...(await peer(storage)));
   rows.push(...(await runStandard()));
 }
 if (values.large) rows.push(...(await largeListCases({ seconds })));
@@ -267,10 +327,12 @@ const hello = Math.round((before.requestsPerSecond + after.requestsPerSecond) / 
 judge(rows, hello);
 
 const machine = `${cpus().length} × ${cpus()[0]?.model.trim()}, Node ${process.version}, server ${[...Object.entries(START.env).map(([key, value]) => `${key}=${value}`), ...START.flags, SERVER].join(' ')}`;
-const report = `Run ${started.toISOString()} on ${machine}; ${databaseLabel}; ${seconds} s per case; hello-world ${before.requestsPerSecond} req/s before and ${after.requestsPerSecond} after.\n\n${table(rows, hello)}\n`;
+const report = `Run ${started.toISOString()} on ${machine}; ${databaseLabel}; ${seconds} s per case; hello-world ${before.requestsPerSecond} req/s before and ${after.requestsPerSecond} after.\n\n${table(rows, hello)}\n\n${summary(rows)}\n`;
 process.stdout.write(`\n${report}`);
 mkdirSync('bench/results', { recursive: true });
-writeFileSync(`bench/results/${started.toISOString().replace(/[:.]/g, '-')}.md`, report);
+const resultsFile = `bench/results/${started.toISOString().replace(/[:.]/g, '-')}-${databaseLabel}.md`;
+writeFileSync(resultsFile, report);
+process.stderr.write(`written to ${resultsFile} (Markdown, ready to paste into docs/benchmarks.md)\n`);
 if (rows.some((row) => (row.failed ?? 0) > 0)) {
   process.stderr.write('some requests failed: the figures of those cases are not valid\n');
   process.exitCode = 1;

@@ -5,11 +5,10 @@
 // If the floor is not twice the peer, no work on the service's JavaScript can make it so.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import pg from 'pg';
 import { mintSecrets } from './fixtures.ts';
 import { measure, type Load } from './measure.ts';
+import { freshSchema } from './postgres-schema.ts';
 import { startProcess } from './processes.ts';
 
 const seconds = Number(process.argv[2] ?? 5);
@@ -33,23 +32,6 @@ async function run(name: string, entry: string, env: Record<string, string>, pro
   } finally {
     await server.stop();
   }
-}
-
-/** A schema of its own in the PostgreSQL database, dropped at the end. */
-async function freshSchema(url: string): Promise<{ url: string; drop: () => Promise<void> }> {
-  const schema = `bench_${randomBytes(4).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: url });
-  await admin.connect();
-  await admin.query(`create schema ${schema}`);
-  const scoped = new URL(url);
-  scoped.searchParams.set('options', `-c search_path=${schema},public`);
-  return {
-    url: scoped.toString(),
-    drop: async () => {
-      await admin.query(`drop schema ${schema} cascade`);
-      await admin.end();
-    },
-  };
 }
 
 const scoped = postgres ? await freshSchema(postgres) : undefined;
