@@ -49,6 +49,8 @@ interface Row extends Partial<Figures> {
   targets?: Target[];
   /** What the row is measured against and the figure, filled in once every row is measured. */
   verdict?: string;
+  /** Whether the verdict judges the row's targets (rather than only relating it to hello-world). */
+  judged?: boolean;
   serverRssMiB?: number;
   /** A figure that is not a throughput (milliseconds to start, MiB), judged by its target. */
   value?: number;
@@ -282,7 +284,10 @@ function judge(rows: Row[], hello: number): void {
     const value = row.value ?? row.requestsPerSecond;
     if (!row.targets || value === undefined) continue;
     const verdicts = row.targets.map((target) => verdictOf(target, row, value, byName)).filter((verdict) => verdict !== undefined);
-    if (verdicts.length > 0) row.verdict = verdicts.join('; ');
+    if (verdicts.length > 0) {
+      row.verdict = verdicts.join('; ');
+      row.judged = true;
+    }
   }
   for (const row of rows) if (row.verdict === undefined && row.requestsPerSecond !== undefined && row.p50 !== undefined) row.verdict = `${(row.requestsPerSecond / hello).toFixed(2)} × hello-world`;
 }
@@ -303,11 +308,11 @@ function table(rows: Row[], hello: number): string {
 
 /** The targets in a few lines: how many are met, and each missed one with its ratio. */
 function summary(rows: Row[]): string {
-  const judged = rows.filter((row) => row.verdict && row.targets);
+  const judged = rows.filter((row) => row.judged);
   const missed = judged.filter((row) => row.verdict!.includes('MISSED'));
   const lines = [`Targets: ${judged.length - missed.length} of ${judged.length} rows meet every target.`];
   for (const row of missed) lines.push(`- MISSED: ${row.name}: ${row.verdict}`);
-  const unjudged = rows.filter((row) => row.targets && !row.verdict);
+  const unjudged = rows.filter((row) => row.targets && !row.judged);
   for (const row of unjudged) lines.push(`- not judged (a row it is measured against did not run): ${row.name}`);
   return lines.join('\n');
 }
