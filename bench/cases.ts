@@ -23,6 +23,9 @@ export const referenceWithBearer = (database: Database) => `reference + bearer: 
 
 export type Database = 'SQLite' | 'PostgreSQL';
 
+/** The v4 single GETs, measured against the reference with the bearer lookup. */
+export const V4_SINGLE_GETS = ['v4 GET /v4/user (bearer)', 'v4 GET /v4/projects/<id>'] as const;
+
 /** Where the peer keeps its records (bench/peer-adapters/). */
 export type PeerStorage = 'memory' | 'sqlite' | 'redis' | 'postgres';
 const STORAGE_LABEL: Record<PeerStorage, string> = { memory: 'in memory', sqlite: '+ SQLite', redis: '+ Redis', postgres: '+ PostgreSQL' };
@@ -84,8 +87,8 @@ export function standardCases(legacy: LegacyData, secrets: Secrets, projectId: s
       targets: peerTargets(database, 'refresh_token grant'),
       load: { method: 'POST', path: '/v4/login', headers: form, next: () => ({ body: tokenBody({ grant_type: 'refresh_token', refresh_token: nextRefresh() }) }) },
     },
-    { name: 'v4 GET /v4/user (bearer)', targets: referenceBearer, load: { path: '/v4/user', headers: bearer } },
-    { name: 'v4 GET /v4/projects/<id>', targets: referenceBearer, load: { path: `/v4/projects/${projectId}`, headers: bearer } },
+    { name: V4_SINGLE_GETS[0], targets: referenceBearer, load: { path: '/v4/user', headers: bearer } },
+    { name: V4_SINGLE_GETS[1], targets: referenceBearer, load: { path: `/v4/projects/${projectId}`, headers: bearer } },
     { name: 'v4 GET /v4/projects (250-item page)', targets: [{ kind: 'req/s', value: 1500 }], load: { path: '/v4/projects?pageSize=250', headers: bearer } },
     {
       name: 'v4 POST /v4/projects (250 new objects)',

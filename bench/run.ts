@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import {
   REFERENCE,
+  V4_SINGLE_GETS,
   engramListLoads,
   mixedLoads,
   peerRowName,
@@ -116,6 +117,8 @@ async function floor(bearer?: { databaseUrl: string; accessToken: string }): Pro
  * over single-use secrets the peer minted through that storage before it listened.
  */
 async function peer(storage: PeerStorage): Promise<Row[]> {
+  const grants = (['authorization_code exchange', 'refresh_token grant'] as const).filter((grant) => wanted(peerRowName(storage, grant)) || wanted(`v4 token: ${grant}`));
+  if (grants.length === 0) return [];
   const dir = mkdtempSync(join(tmpdir(), 'bench-peer-'));
   const file = join(dir, 'secrets.json');
   // Enough single-use secrets for every request of either case at the peer's pace (in memory over
@@ -135,16 +138,18 @@ async function peer(storage: PeerStorage): Promise<Row[]> {
     const body = (params: Record<string, string>) => new URLSearchParams({ client_id: secrets.clientId, ...params }).toString();
     let code = 0;
     let refresh = 0;
-    const cases: Array<[Grant, Load]> = [
-      [
-        'authorization_code exchange',
-        { method: 'POST', path: '/token', headers: form, next: () => ({ body: body({ grant_type: 'authorization_code', code: secrets.codes[code++] ?? 'exhausted', redirect_uri: secrets.redirectUri, code_verifier: secrets.codeVerifier }) }) },
-      ],
-      ['refresh_token grant', { method: 'POST', path: '/token', headers: form, next: () => ({ body: body({ grant_type: 'refresh_token', refresh_token: secrets.refreshTokens[refresh++] ?? 'exhausted' }) }) }],
-    ];
-    for (const [grant, load] of cases) {
+    const loads: Record<Grant, Load> = {
+      'authorization_code exchange': {
+        method: 'POST',
+        path: '/token',
+        headers: form,
+        next: () => ({ body: body({ grant_type: 'authorization_code', code: secrets.codes[code++] ?? 'exhausted', redirect_uri: secrets.redirectUri, code_verifier: secrets.codeVerifier }) }),
+      },
+      'refresh_token grant': { method: 'POST', path: '/token', headers: form, next: () => ({ body: body({ grant_type: 'refresh_token', refresh_token: secrets.refreshTokens[refresh++] ?? 'exhausted' }) }) },
+    };
+    for (const grant of grants) {
       const name = peerRowName(storage, grant);
-      if (!wanted(name) && !wanted(`v4 token: ${grant}`)) continue;
+      const load = loads[grant];
       process.stderr.write(`${name}…\n`);
       rows.push({ name, connections, ...(await measure(server.url, load, { seconds, connections })), serverRssMiB: server.memory().peakMiB, note: secrets.storage });
     }
@@ -165,7 +170,7 @@ async function runStandard(): Promise<Row[]> {
     process.stderr.write('minting codes and refresh tokens…\n');
     const secrets = await mintSecrets(databaseUrl, 60_000);
     const rows: Row[] = [];
-    if (wanted('/v4/user') || wanted('/v4/projects/<id>') || wanted('reference')) {
+    if ([referenceWithBearer(databaseLabel), ...V4_SINGLE_GETS].some(wanted)) {
       process.stderr.write(`${referenceWithBearer(databaseLabel)}…\n`);
       rows.push(await floor({ databaseUrl, accessToken: secrets.accessToken }));
     }
