@@ -5,6 +5,8 @@
 // second adds the bearer-token lookup a v4 GET needs), and against the peers for the token endpoint
 // (node-oidc-provider 9, peer-oidc-provider.ts, with the storage adapters of bench/peer-adapters/:
 // in memory, SQLite and Redis on a SQLite run, in memory and PostgreSQL on a PostgreSQL run).
+// Redis is 127.0.0.1:6379 unless BENCH_REDIS_URL says otherwise; on PostgreSQL the service and the
+// peer each work in a fresh schema of the --database, dropped at the end (docs/benchmarks.md).
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
