@@ -9,7 +9,8 @@
  *                                                      | needs_code | wrong | limited
  * - codeStep(ctx, userId, { code, trustDeviceId })    → signed_in | wrong | limited | start_again
  *   `code` is a current TOTP code or a backup code, in the same input.
- * - a third step (passkeys) answers the same union, with `method: 'passkey'`.
+ * - a third step (passkeys) answers the same union, with `method: 'passkey'`: after proving the
+ *   person it calls afterFirstStep (two-step asked as after a password) or signInSucceeded.
  * After signed_in or needs_code the page starts the browser's sign-in with one call
  * (startBrowserSignIn in src/web/web-sessions.ts).
  *
@@ -142,7 +143,8 @@ export function checkCurrentPassword(ctx: SignInContext, account: Account, passw
   return checkPasswordOf(ctx, account, account.username, password);
 }
 
-async function signedIn(ctx: SignInContext, account: Account, method: SignInMethod, twoStep: TwoStep): Promise<SignInOutcome> {
+/** Ends a sign-in as succeeded: records sign_in_succeeded. For a step that needs no further one (e.g. a passkey that is itself two factors). */
+export async function signInSucceeded(ctx: SignInContext, account: Account, method: SignInMethod, twoStep: TwoStep): Promise<SignInOutcome> {
   await record(ctx, { kind: 'sign_in_succeeded', userId: account.userId, details: withPage(ctx, { method, two_step: twoStep }) });
   return { kind: 'signed_in', account, method, twoStep };
 }
@@ -164,8 +166,8 @@ export async function passwordStep(ctx: SignInContext, input: { login: string; p
  * is needed. Exported for the other first steps.
  */
 export async function afterFirstStep(ctx: SignInContext, account: Account, method: SignInMethod, deviceId: string | null): Promise<SignInOutcome> {
-  if (account.totpSecret === null) return signedIn(ctx, account, method, 'off');
-  if (await isTrustedDevice(ctx.db, account.userId, deviceId)) return signedIn(ctx, account, method, 'trusted_device');
+  if (account.totpSecret === null) return signInSucceeded(ctx, account, method, 'off');
+  if (await isTrustedDevice(ctx.db, account.userId, deviceId)) return signInSucceeded(ctx, account, method, 'trusted_device');
   return { kind: 'needs_code', account };
 }
 
@@ -181,5 +183,5 @@ export async function codeStep(ctx: SignInContext, userId: string, input: { code
   if (checked.kind === 'limited' && checked.accountLimited) await endPendingWebSessions(ctx.db, account.userId);
   if (checked.kind !== 'right') return checked;
   if (input.trustDeviceId) await trustDevice(ctx.db, account.userId, input.trustDeviceId);
-  return signedIn(ctx, account, input.method ?? 'password', checked.method === 'backup_code' ? 'backup_code' : 'code');
+  return signInSucceeded(ctx, account, input.method ?? 'password', checked.method === 'backup_code' ? 'backup_code' : 'code');
 }
