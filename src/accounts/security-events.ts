@@ -20,6 +20,8 @@ export const SECURITY_EVENT_KINDS = [
   'device_trust_ended',
   'application_created',
   'application_deleted',
+  'application_updated',
+  'application_secret_renewed',
 ] as const;
 
 export type SecurityEventKind = (typeof SECURITY_EVENT_KINDS)[number];

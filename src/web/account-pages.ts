@@ -7,6 +7,7 @@ import { endAllDeviceTrust, endDeviceTrust, listTrustedDevices } from '../accoun
 import { isUuid, normalizeUuid } from '../http/uuid.ts';
 import { SCOPES, isScope, scopeList } from '../oauth/scopes.ts';
 import { endAllUserSessions, endUserSession, listUserSessions } from '../oauth/sessions.ts';
+import { returnAfterSignIn } from './apps-pages.ts';
 import { sendPage, tooManyAttempts } from './pages.ts';
 import { checkSignInPassword, checkTwoStepCode } from './sign-in.ts';
 import { completeTwoStep, endOtherWebSessions, endPendingSignIns, endWebSession, readWebSession, setPendingTotpSecret, startWebSession, type WebSession } from './web-sessions.ts';
@@ -95,7 +96,7 @@ export async function accountPages(web: FastifyInstance): Promise<void> {
 
   web.get<{ Querystring: { done?: unknown } }>(ACCOUNT, async (request, reply) => {
     const current = await signedIn(request, reply);
-    if (!current) return reply;
+    if (!current || returnAfterSignIn(request, reply)) return reply;
     const done = request.query.done;
     const notice = typeof done === 'string' && Object.hasOwn(NOTICES, done) ? NOTICES[done] : undefined;
     return showAccount(reply, current.session, current.account, notice ? { notice } : {});
