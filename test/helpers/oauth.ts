@@ -58,6 +58,11 @@ export class FormClient {
     return { status: response.status, location: response.headers.get('location'), text, headers: response.headers };
   }
 
+  /** The Cookie header this browser sends. */
+  cookieHeader(): string {
+    return [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
+  }
+
   /** GETs a page and submits its form (the one whose action matches) with `fields`. */
   async submit(pagePath: string, fields: Record<string, string>, actionPattern?: RegExp) {
     const page = await this.fetch(pagePath);
