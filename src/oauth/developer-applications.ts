@@ -54,7 +54,8 @@ interface ValidApplication {
   confidential: boolean;
 }
 
-const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
+/** Control characters, line separators and bidirectional overrides (which could make a name read as another on the consent page). */
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u200e\u200f\u2028-\u202e\u2066-\u2069]/;
 
 /** Checks every input at once, so the page can show each error next to its input. */
 export function validateApplication(input: ApplicationInput): { ok: true; value: ValidApplication } | { ok: false; errors: FieldErrors } {

@@ -307,6 +307,7 @@ describe('the pages of /account/apps', () => {
       { fields: { name: 'ab', redirect_uri: CALLBACK }, input: 'name', message: /3 to 64 characters/ },
       { fields: { name: 'x'.repeat(65), redirect_uri: CALLBACK }, input: 'name', message: /3 to 64 characters/ },
       { fields: { name: 'Line\r\nBreak', redirect_uri: CALLBACK }, input: 'name', message: /control characters/ },
+      { fields: { name: 'Evil \u202egnp.exe', redirect_uri: CALLBACK }, input: 'name', message: /control characters/ },
       { fields: { name: 'Good Name', website: 'javascript:alert(1)' }, input: 'website', message: /https:\/\// },
       { fields: { name: 'Good Name', website: 'http://example.com' }, input: 'website', message: /https:\/\// },
       { fields: { name: 'Good Name', redirect_uri: 'http://example.com/callback' }, input: 'redirect-uri', message: /must use https/ },
