@@ -265,6 +265,28 @@ describe('a developer registers an application and signs a user into it with onl
   });
 });
 
+test('delete ends pending authorizations too: a login page in progress and a device request', async () => {
+  const { browser } = await developer();
+  const created = await createApp(browser, { name: 'Short Lived', redirect_uri: CALLBACK, scope: ['common'] });
+  const clientId = elementText(created.text, 'client-id')!;
+  const started = await server.request('GET', `/v4/login?${new URLSearchParams({ client_id: clientId, redirect_uri: CALLBACK, response_type: 'code', state: 's', scope: 'common', code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256', no_redirect: 'true' })}`);
+  assert.equal(started.status, 200, started.text);
+  const loginPage = new URL(started.body.login_url).pathname;
+  const user = new FormClient(server);
+  assert.equal((await user.fetch(loginPage)).status, 200);
+  const device = await server.request('POST', '/v4/device', {
+    body: new URLSearchParams({ client_id: clientId, scope: 'common', code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256' }).toString(),
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+  });
+  assert.ok(device.status < 300, device.text);
+
+  const list = await browser.fetch('/account/apps');
+  assert.equal((await postForm(browser, '/account/apps/delete', csrfOf(list.text, '/account/apps/delete'), { delete_app: clientId })).status, 303);
+  assert.equal((await user.fetch(loginPage)).status, 404, 'the sign-in in progress has ended');
+  const rows = await server.app.database.db.selectFrom('device_authorizations').select('device_code').where('client_id', '=', clientId).execute();
+  assert.deepEqual(rows, []);
+});
+
 describe('the pages of /account/apps', () => {
   test('a signed-out visitor is sent to sign in, and returned to /account/apps afterwards', async () => {
     const secret = newTotpSecret();
