@@ -22,6 +22,8 @@ export const SECURITY_EVENT_KINDS = [
   'application_deleted',
   'backup_code_used',
   'backup_codes_renewed',
+  'application_updated',
+  'application_secret_renewed',
 ] as const;
 
 export type SecurityEventKind = (typeof SECURITY_EVENT_KINDS)[number];

@@ -43,6 +43,10 @@ export interface ApplicationsTable {
   /** SHA-256 of the secret (base64url); null for a public client. */
   secret_hash: string | null;
   created_at: number;
+  /** The user who registered it on /account/apps; null for the operator's (migration 013). */
+  owner_id: string | null;
+  /** An https URL the consent page links to; null when none was given. */
+  website: string | null;
 }
 
 export interface WebSessionsTable {

@@ -28,6 +28,8 @@ export async function authorizeRoute(app: FastifyInstance): Promise<void> {
     if (!params.client_id) throw new InvalidRequest('client_id is required');
     const client = await findApplication(app.database.db, params.client_id);
     if (!client) throw new InvalidRequest('Unknown client_id');
+    // An application registered without a redirect URI uses the device flow only.
+    if (client.redirectUris.length === 0) throw new InvalidRequest('This client has no redirect URI: it signs in with the device flow only');
     if (!params.redirect_uri) throw new InvalidRequest('redirect_uri is required');
     if (!isRegisteredRedirectUri(client.redirectUris, params.redirect_uri)) throw new InvalidRequest('redirect_uri is not registered for this client');
 

@@ -3,6 +3,7 @@ import type { Kysely } from 'kysely';
 import { reusableQuery } from '../db/reusable-query.ts';
 import type { Schema } from '../db/schema.ts';
 import { isUuid, normalizeUuid } from '../http/uuid.ts';
+import { redirectUriProblem } from './redirect-uris.ts';
 import { parseScopes } from './scopes.ts';
 import { hashSecret, newSecret } from './secrets.ts';
 
@@ -14,6 +15,11 @@ export interface Application {
   scopes: string[];
   confidential: boolean;
   secretHash: string | null;
+  /** The user who registered it (/account/apps); null for the operator's. */
+  ownerId: string | null;
+  /** An https URL, or null. */
+  website: string | null;
+  createdAt: number;
 }
 
 export interface NewApplication {
@@ -29,7 +35,10 @@ export class InvalidApplicationError extends Error {}
 export async function createApplication(db: Kysely<Schema>, app: NewApplication): Promise<{ clientId: string; clientSecret: string | null }> {
   if (app.name.trim() === '') throw new InvalidApplicationError('The application needs a name');
   if (app.redirectUris.length === 0) throw new InvalidApplicationError('The application needs at least one redirect URI');
-  for (const uri of app.redirectUris) checkRedirectUri(uri);
+  for (const uri of app.redirectUris) {
+    const problem = redirectUriProblem(uri, 'operator');
+    if (problem) throw new InvalidApplicationError(problem);
+  }
   parseScopes(app.scopes.join(' '));
   const clientId = randomUUID();
   const clientSecret = app.confidential ? newSecret() : null;
@@ -42,24 +51,11 @@ export async function createApplication(db: Kysely<Schema>, app: NewApplication)
       scopes: [...new Set(app.scopes)].join(' '),
       secret_hash: clientSecret === null ? null : hashSecret(clientSecret),
       created_at: Date.now(),
+      owner_id: null,
+      website: null,
     })
     .execute();
   return { clientId, clientSecret };
-}
-
-/** Redirect URIs are absolute, without a fragment; http only for loopback hosts (RFC 8252). */
-function checkRedirectUri(uri: string): void {
-  let url: URL;
-  try {
-    url = new URL(uri);
-  } catch {
-    throw new InvalidApplicationError(`Redirect URI ${uri} is not an absolute URI`);
-  }
-  if (url.hash) throw new InvalidApplicationError(`Redirect URI ${uri} must not have a fragment`);
-  if (url.protocol === 'http:' && !['localhost', '127.0.0.1', '[::1]'].includes(url.hostname)) {
-    throw new InvalidApplicationError(`Redirect URI ${uri} must use https (http is allowed for loopback only)`);
-  }
-  if (['javascript:', 'data:', 'file:'].includes(url.protocol)) throw new InvalidApplicationError(`Redirect URI ${uri} has a forbidden scheme`);
 }
 
 const applicationById = reusableQuery((db: Kysely<Schema>, { clientId }: { clientId: string }) =>
@@ -83,7 +79,7 @@ export async function deleteApplication(db: Kysely<Schema>, clientId: string): P
   return result.numDeletedRows > 0n;
 }
 
-function toApplication(row: Schema['applications']): Application {
+export function toApplication(row: Schema['applications']): Application {
   return {
     clientId: row.client_id,
     name: row.name,
@@ -91,5 +87,8 @@ function toApplication(row: Schema['applications']): Application {
     scopes: row.scopes.split(' ').filter(Boolean),
     confidential: row.secret_hash !== null,
     secretHash: row.secret_hash,
+    ownerId: row.owner_id,
+    website: row.website,
+    createdAt: Number(row.created_at),
   };
 }

@@ -24,3 +24,33 @@ export function isRegisteredRedirectUri(registered: readonly string[], requested
   if (requestedLoopback === undefined) return false;
   return registered.some((uri) => loopbackWithoutPort(uri) === requestedLoopback);
 }
+
+/**
+ * Why `uri` cannot be registered as a redirect URI, or undefined when it can. Both kinds of
+ * application: absolute, without a fragment, never javascript:/data:/file:. An operator's (admin
+ * CLI) may use a custom scheme, and http on any loopback name. A developer's (/account/apps,
+ * DESIGN) is https, or http on a loopback IP literal for a native app (RFC 8252 §7.3; not
+ * `localhost`, which may resolve elsewhere, §8.3).
+ */
+export function redirectUriProblem(uri: string, registeredBy: 'operator' | 'developer'): string | undefined {
+  // URL parsing drops tabs and newlines silently: what is stored must be what is compared.
+  if (/[\u0000-\u0020\u007f]/.test(uri)) return `Redirect URI ${JSON.stringify(uri)} contains spaces or control characters`;
+  let url: URL;
+  try {
+    url = new URL(uri);
+  } catch {
+    return `Redirect URI ${uri} is not an absolute URI`;
+  }
+  if (url.hash || uri.includes('#')) return `Redirect URI ${uri} must not have a fragment`;
+  if (['javascript:', 'data:', 'file:'].includes(url.protocol)) return `Redirect URI ${uri} has a forbidden scheme`;
+  if (registeredBy === 'operator') {
+    if (url.protocol === 'http:' && !['localhost', '127.0.0.1', '[::1]'].includes(url.hostname)) {
+      return `Redirect URI ${uri} must use https (http is allowed for loopback only)`;
+    }
+    return undefined;
+  }
+  if (url.username || url.password) return `Redirect URI ${uri} must not hold a user name or password`;
+  if (url.protocol === 'https:' && url.hostname !== '') return undefined;
+  if (url.protocol === 'http:' && loopbackWithoutPort(uri) !== undefined) return undefined;
+  return `Redirect URI ${uri} must use https (or http://127.0.0.1 or http://[::1] for an app on the user's own computer)`;
+}

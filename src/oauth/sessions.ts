@@ -317,6 +317,28 @@ export async function endAllUserSessions(db: Kysely<Schema>, userId: string): Pr
   return Number(result.numDeletedRows);
 }
 
+/** Ends every session of an application (its tokens stop working at once); answers how many. */
+export async function endApplicationSessions(db: Kysely<Schema>, clientId: string): Promise<number> {
+  const result = await db.deleteFrom('sessions').where('client_id', '=', clientId).executeTakeFirst();
+  return Number(result.numDeletedRows);
+}
+
+/**
+ * Ends the sessions of an application that hold a scope outside `scopes` (and `common`, always
+ * granted): after its registration was narrowed, no session keeps more than it may ask for.
+ */
+export async function endApplicationSessionsBeyond(db: Kysely<Schema>, clientId: string, scopes: readonly string[]): Promise<number> {
+  const allowed = new Set(['common', ...scopes]);
+  const rows = await db.selectFrom('sessions').select(['session_id', 'scope']).where('client_id', '=', clientId).execute();
+  const beyond = rows.filter((row) => row.scope.split(' ').some((scope) => scope !== '' && !allowed.has(scope))).map((row) => row.session_id);
+  let ended = 0;
+  for (let i = 0; i < beyond.length; i += 500) {
+    const result = await db.deleteFrom('sessions').where('session_id', 'in', beyond.slice(i, i + 500)).executeTakeFirst();
+    ended += Number(result.numDeletedRows);
+  }
+  return ended;
+}
+
 /** The token response: every field of the spec plus RFC 6749's expires_in. */
 export function tokenResponse(tokens: IssuedTokens) {
   const now = tokens.issuedAt / 1000;

@@ -19,6 +19,7 @@ import { listUserSessions } from '../oauth/sessions.ts';
 import { field as formField, sendPage, tooManyAttempts, wrongCodeMessage } from './pages.ts';
 import { signInContext } from './sign-in.ts';
 import { endWebSession, forgetWebSession, readWebSession, startBrowserSignIn, type WebSession } from './web-sessions.ts';
+import { returnAfterSignIn } from './apps-pages.ts';
 
 const ACCOUNT = '/account';
 const SIGN_IN = '/account/sign-in';
@@ -108,7 +109,7 @@ export async function accountPages(web: FastifyInstance): Promise<void> {
 
   web.get<{ Querystring: { done?: unknown } }>(ACCOUNT, async (request, reply) => {
     const current = await signedIn(request, reply);
-    if (!current) return reply;
+    if (!current || returnAfterSignIn(request, reply)) return reply;
     const done = request.query.done;
     const notice = typeof done === 'string' && Object.hasOwn(NOTICES, done) ? NOTICES[done] : undefined;
     return showAccount(reply, current.session, current.account, notice ? { notice } : {});

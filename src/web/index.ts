@@ -7,6 +7,7 @@ import { apiErrorForThrown, sendError } from '../http/error-handler.ts';
 import { assetRoutes } from './assets.ts';
 import { devicePages } from './device-pages.ts';
 import { accountPages } from './account-pages.ts';
+import { appsPages } from './apps-pages.ts';
 import { homePage } from './home-page.ts';
 import { loginPages } from './login-pages.ts';
 import { sendMessage } from './pages.ts';
@@ -49,4 +50,5 @@ export async function webPages(web: FastifyInstance): Promise<void> {
   await web.register(loginPages);
   await web.register(devicePages);
   await web.register(accountPages);
+  await web.register(appsPages);
 }

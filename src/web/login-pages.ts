@@ -50,8 +50,11 @@ export async function loginPages(web: FastifyInstance): Promise<void> {
     if (!session) return sendPage(reply, 'signin', { appName: loaded.app.name, action: `${loaded.action}/password` });
     if (session.mfaPending) return sendPage(reply, 'two-step', { action: `${loaded.action}/two-step`, canTrustDevice: loaded.interaction.device_id !== null });
     const account = await findAccount(db(), session.userId);
+    const developer = loaded.app.ownerId === null ? undefined : await findAccount(db(), loaded.app.ownerId);
     return sendPage(reply, 'consent', {
       appName: loaded.app.name,
+      appWebsite: loaded.app.website?.startsWith('https://') ? loaded.app.website : undefined,
+      developer: developer?.username ?? undefined,
       username: account?.username ?? '',
       scopes: scopeList(loaded.interaction.scope).map((scope) => (isScope(scope) ? SCOPES[scope] : scope)),
       userCode: loaded.interaction.device_code === null ? undefined : await displayedUserCode(db(), loaded.interaction.device_code),

@@ -3,6 +3,7 @@ import { request as httpRequest, Agent } from 'node:http';
 import { connect } from 'node:net';
 import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
 import type { FastifyInstance } from 'fastify';
+import { newTotpSecret, totpCode } from '../../src/accounts/totp.ts';
 import { createSession } from '../../src/oauth/sessions.ts';
 import { signedHeaders, type TestUser } from '../helpers/keys.ts';
 import { FormClient, newAccount, newApp, startLogin } from '../helpers/oauth.ts';
@@ -86,6 +87,10 @@ export interface Seeded {
   /** A browser's cookies and the CSRF token of its forms. */
   cookie: string;
   csrf: string;
+  /** A developer (two-step on) signed in to /account/apps: its browser's cookies, CSRF token and one of its applications. */
+  developerCookie: string;
+  developerCsrf: string;
+  developerClientId: string;
 }
 
 export async function seededServer(): Promise<Seeded> {
@@ -120,6 +125,7 @@ export async function seededServer(): Promise<Seeded> {
   const csrf = /name="_csrf" value="([^"]+)"/.exec(page.text)?.[1] ?? '';
   const cookie = page.headers.getSetCookie().map((line) => line.split(';')[0]).join('; ');
   const engrams = await server.request('GET', `/v1/engram.php?mod_id=${mod.mod_id}`);
+  const developer = await signedInDeveloper(server);
   return {
     server,
     workshop,
@@ -138,6 +144,27 @@ export async function seededServer(): Promise<Seeded> {
     interactionPath,
     cookie,
     csrf,
+    ...developer,
+  };
+}
+
+/** A developer with two-step on, signed in to the account pages, with one application registered through the page. */
+async function signedInDeveloper(server: TestServer) {
+  const secret = newTotpSecret();
+  const account = await newAccount(server, { totpSecret: secret });
+  const browser = new FormClient(server);
+  assert.equal((await browser.submit('/account/sign-in', { username: account.username, password: account.password })).status, 303);
+  const verified = await browser.submit('/account/sign-in', { code: totpCode(secret) });
+  assert.equal(verified.status, 303, verified.text);
+  const page = await browser.fetch('/account/apps');
+  const created = await browser.submitOn(page.text, { name: 'Fuzz App', redirect_uri: 'http://127.0.0.1:9/callback', scope: 'users:read', confidential: 'yes' }, /^\/account\/apps$/);
+  assert.equal(created.status, 200, created.text);
+  const developerClientId = /id="client-id">([^<]+)</.exec(created.text)![1]!;
+  const list = await browser.fetch('/account/apps');
+  return {
+    developerCookie: browser.cookieHeader(),
+    developerCsrf: /name="_csrf" value="([^"]+)"/.exec(list.text)![1]!,
+    developerClientId,
   };
 }
 

@@ -30,6 +30,7 @@ const PARAM_NAMES = [
   'client_id', 'response_type', 'redirect_uri', 'scope', 'state', 'code_challenge', 'code_challenge_method', 'no_redirect', 'device_id', 'user_code',
   'action', 'grant_type', 'code', 'code_verifier', 'refresh_token', 'device_code', 'token', 'token_type_hint', 'client_secret', 'username', 'password',
   'decision', '_csrf', 'trust_device', 'end_session', 'end_trust', 'current_password', 'new_password', 'two_step', 'backup_codes', 'return_to', 'next',
+  'name', 'website', 'confidential', 'new_secret', 'delete_app',
   'Identifier', 'Title', 'Description', 'LootSources', 'Version', 'path', 'label', 'availability', 'environments', 'can_blueprint', 'public_key',
   'pull_url', 'description', 'publicKey', 'projectId', 'userId', 'revision', 'createdAt', 'updatedAt', 'sessionId', 'privateKey',
   '__proto__', 'constructor', 'toString', 'valueOf', 'hasOwnProperty', '', 'a\0b', '€', 'x'.repeat(300),
@@ -62,6 +63,7 @@ function fieldNamesFor(path: string): string[] {
   if (path.startsWith('/v4/login') || path.startsWith('/v4/device') || path.startsWith('/v4/revoke') || path.startsWith('/v4/introspect')) {
     return ['grant_type', 'client_id', 'client_secret', 'code', 'code_verifier', 'redirect_uri', 'refresh_token', 'device_code', 'scope', 'code_challenge', 'code_challenge_method', 'token', 'token_type_hint', 'response_type', 'state'];
   }
+  if (path.startsWith('/account/apps')) return ['_csrf', 'name', 'website', 'redirect_uri', 'scope', 'confidential', 'new_secret', 'delete_app'];
   if (path.startsWith('/login') || path.startsWith('/device') || path.startsWith('/account')) {
     return ['_csrf', 'username', 'password', 'code', 'trust_device', 'decision', 'user_code', 'end_session', 'end_trust', 'current_password', 'new_password', 'two_step', 'backup_codes'];
   }
@@ -90,11 +92,16 @@ class RequestMaker {
       grant_type: ['authorization_code', 'refresh_token', 'urn:ietf:params:oauth:grant-type:device_code', 'device_code'],
       redirect_uri: ['http://127.0.0.1:9/callback', 'http://127.0.0.1:65535/callback'],
       response_type: ['code'],
-      scope: ['common', 'common users:read', 'users.private_key:read'],
       code_challenge: ['E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM'],
       code_challenge_method: ['S256'],
       code_verifier: ['dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk'],
-      _csrf: [s.csrf],
+      _csrf: [s.csrf, s.developerCsrf],
+      name: ['Fuzz App 2', 'ab', 'x'.repeat(65)],
+      website: ['https://fuzz.example', 'javascript:alert(1)'],
+      scope: ['common', 'common users:read', 'users.private_key:read', ['common', 'users:read'], ['users:update']],
+      confidential: ['yes'],
+      new_secret: [s.developerClientId],
+      delete_app: [s.developerClientId],
       username: [s.username],
       decision: ['approve', 'deny'],
       user_code: ['BCDF-GHJK'],
@@ -161,6 +168,7 @@ class RequestMaker {
       id: [s.projectId, s.userId, this.uuid(), s.projectId.toUpperCase()],
       ids: [s.documentId, s.engramUid, s.modId, s.v1User.userId, `${s.documentId},${s.documentId}`, `${s.modId},x`, s.engramUid.toUpperCase()],
       interaction: [s.interactionPath.split('/').pop()!],
+      clientId: [s.developerClientId, s.developerClientId.toUpperCase(), s.clientId],
     };
     if (r.chance(0.45) && Object.hasOwn(valid, name)) return r.pick(valid[name]!);
     const parts = Array.from({ length: r.pick([1, 1, 1, 2, 5]) }, () => this.urlPiece(String(r.pick(HOSTILE_STRINGS))));
@@ -247,7 +255,8 @@ class RequestMaker {
     if (r.chance(0.03)) headers['content-encoding'] = r.pick(['gzip', 'br', 'identity', 'bogus']);
     if (r.chance(0.03)) headers.origin = 'https://evil.example';
     if (route.path.startsWith('/login') || route.path.startsWith('/device') || route.path.startsWith('/account') || r.chance(0.05)) {
-      if (r.chance(0.8)) headers.cookie = r.chance(0.9) ? s.cookie : r.pick(['sid=%00', 'sid=__proto__', '_csrf=; sid=', 'a'.repeat(3000)]);
+      const browserCookie = route.path.startsWith('/account/apps') ? s.developerCookie : s.cookie;
+      if (r.chance(0.8)) headers.cookie = r.chance(0.9) ? browserCookie : r.pick(['sid=%00', 'sid=__proto__', '_csrf=; sid=', 'a'.repeat(3000)]);
     }
     const isV1 = route.path.startsWith('/v1/');
     // Never sign the deletion of the seeded v1 user, nor end the full token's session: later requests need them.

@@ -38,7 +38,8 @@ export class FormClient {
   private cookies = new Map<string, string>();
   constructor(private readonly server: TestServer) {}
 
-  async fetch(pathOrUrl: string, init: { method?: string; form?: Record<string, string>; headers?: Record<string, string> } = {}) {
+  /** `form` as URLSearchParams may repeat a field (checkboxes). */
+  async fetch(pathOrUrl: string, init: { method?: string; form?: Record<string, string> | URLSearchParams; headers?: Record<string, string> } = {}) {
     const url = pathOrUrl.startsWith('http') ? pathOrUrl : this.server.url + pathOrUrl;
     const headers: Record<string, string> = { ...init.headers, cookie: [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ') };
     let body: string | undefined;
@@ -55,6 +56,11 @@ export class FormClient {
     }
     const text = await response.text();
     return { status: response.status, location: response.headers.get('location'), text, headers: response.headers };
+  }
+
+  /** The Cookie header this browser sends. */
+  cookieHeader(): string {
+    return [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
   }
 
   /** GETs a page and submits its form (the one whose action matches) with `fields`. */

@@ -240,6 +240,29 @@ describe('security events', () => {
     await onlyEvent('application_deleted', { clientId }, null);
   });
 
+  test('applications registered on /account/apps: created, updated, secret renewed, deleted, each with the owner and client id', async () => {
+    const totp = newTotpSecret();
+    const developer = await newAccount(server, { totpSecret: totp });
+    const browser = new FormClient(server);
+    assert.equal((await browser.submit('/account/sign-in', { username: developer.username, password: developer.password })).status, 303);
+    assert.equal((await browser.submit('/account/sign-in', { code: totpCode(totp) })).status, 303);
+    const created = await browser.submit('/account/apps', { name: 'Dev Evented', redirect_uri: REDIRECT_URI, scope: 'users:read', confidential: 'yes' }, /^\/account\/apps$/);
+    assert.equal(created.status, 200, created.text);
+    const clientId = /id="client-id">([^<]+)</.exec(created.text)![1]!;
+    remember('developer client secret', /id="client-secret">([^<]+)</.exec(created.text)![1]);
+    const made = await onlyEvent('application_created', { userId: developer.userId, clientId });
+    assert.equal(made.details.name, 'Dev Evented');
+    assert.equal(made.details.via, 'account');
+    assert.equal((await browser.submit(`/account/apps/${clientId}`, { name: 'Dev Evented 2', redirect_uri: REDIRECT_URI, confidential: 'yes' }, /apps\/[0-9a-f-]{36}$/)).status, 303);
+    await onlyEvent('application_updated', { userId: developer.userId, clientId });
+    const renewed = await browser.submit('/account/apps', { new_secret: clientId }, /secret$/);
+    assert.equal(renewed.status, 200);
+    remember('renewed client secret', /id="client-secret">([^<]+)</.exec(renewed.text)![1]);
+    await onlyEvent('application_secret_renewed', { userId: developer.userId, clientId });
+    assert.equal((await browser.submit('/account/apps', { delete_app: clientId }, /delete$/)).status, 303);
+    await onlyEvent('application_deleted', { userId: developer.userId, clientId });
+  });
+
   test('every kind was seen, and no event or log line holds a secret', async () => {
     const all = await events();
     for (const kind of SECURITY_EVENT_KINDS) assert.ok(all.some((e) => e.kind === kind), `no ${kind} event`);
