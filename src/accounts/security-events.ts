@@ -20,6 +20,9 @@ export const SECURITY_EVENT_KINDS = [
   'device_trust_ended',
   'application_created',
   'application_deleted',
+  'passkey_added',
+  'passkey_removed',
+  'passkey_refused',
 ] as const;
 
 export type SecurityEventKind = (typeof SECURITY_EVENT_KINDS)[number];

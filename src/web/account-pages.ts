@@ -8,6 +8,7 @@ import { isUuid, normalizeUuid } from '../http/uuid.ts';
 import { SCOPES, isScope, scopeList } from '../oauth/scopes.ts';
 import { endAllUserSessions, endUserSession, listUserSessions } from '../oauth/sessions.ts';
 import { sendPage, tooManyAttempts } from './pages.ts';
+import { PASSKEY_NOTICES, passkeyAccountRoutes, passkeySectionView, passkeySignInView } from './passkey-pages.ts';
 import { checkSignInPassword, checkTwoStepCode } from './sign-in.ts';
 import { completeTwoStep, endOtherWebSessions, endPendingSignIns, endWebSession, readWebSession, setPendingTotpSecret, startWebSession, type WebSession } from './web-sessions.ts';
 
@@ -29,10 +30,11 @@ const NOTICES: Record<string, string> = {
   'password-changed': 'Your password was changed. Every application and every other browser was signed out, and no device is trusted any more.',
   'two-step-on': 'Two-step verification is on. Signing in now needs a code from your authenticator app.',
   'two-step-off': 'Two-step verification is off.',
+  ...PASSKEY_NOTICES,
 };
 
 /** Errors shown in the section of the form that caused them. */
-type SectionErrors = Partial<Record<'sessions' | 'devices' | 'password' | 'twoStep', string>>;
+type SectionErrors = Partial<Record<'sessions' | 'devices' | 'password' | 'twoStep' | 'passkeys', string>>;
 
 const formatTime = (ms: number) => new Date(ms).toISOString().slice(0, 16).replace('T', ' ') + ' UTC';
 
@@ -85,6 +87,7 @@ export async function accountPages(web: FastifyInstance): Promise<void> {
         devices: devices.map((d, index) => ({ trustId: d.trustId, label: `Device ${devices.length - index}`, since: formatTime(d.createdAt), sinceIso: new Date(d.createdAt).toISOString() })),
         twoStepOn: account.totpSecret !== null,
         setup,
+        passkeys: await passkeySectionView(web, account.userId, session),
       },
       options.status ?? 200,
     );
@@ -104,7 +107,7 @@ export async function accountPages(web: FastifyInstance): Promise<void> {
   // --- Signing in (for a browser that is not signed in yet) ---
 
   const signInPage = (reply: FastifyReply, data: { username?: string; error?: string } = {}, status = 200) =>
-    sendPage(reply, 'signin', { appName: 'your account', action: SIGN_IN, ...data }, status);
+    sendPage(reply, 'signin', { appName: 'your account', action: SIGN_IN, ...passkeySignInView(web, `${SIGN_IN}/passkey`), ...data }, status);
   const twoStepPage = (reply: FastifyReply, error?: string, status = 200) =>
     sendPage(reply, 'two-step', { action: `${SIGN_IN}/two-step`, canTrustDevice: false, ...(error ? { error } : {}) }, status);
 
@@ -231,4 +234,6 @@ export async function accountPages(web: FastifyInstance): Promise<void> {
     await recordSecurityEvent(db(), request, { kind: turningOn ? 'two_step_enabled' : 'two_step_disabled', userId: account.userId, details: { page: 'account', device_trusts_ended: devices } });
     return backToAccount(reply, turningOn ? 'two-step-on' : 'two-step-off');
   });
+
+  await passkeyAccountRoutes(web, { signedIn, showError: (reply, { session, account }, message, status) => showAccount(reply, session, account, { errors: { passkeys: message }, status }) });
 }

@@ -9,6 +9,7 @@ import { devicePages } from './device-pages.ts';
 import { accountPages } from './account-pages.ts';
 import { homePage } from './home-page.ts';
 import { loginPages } from './login-pages.ts';
+import { passkeySignInRoutes } from './passkey-pages.ts';
 import { sendMessage } from './pages.ts';
 import { registerSignInLimits } from './sign-in.ts';
 import { spawnCodeRoutes } from './spawn-codes.ts';
@@ -24,7 +25,8 @@ export async function webPages(web: FastifyInstance): Promise<void> {
       useDefaults: false,
       // No form-action: after the consent form the browser is redirected to the client's
       // redirect URI, which form-action would block.
-      directives: { defaultSrc: ["'none'"], styleSrc: ["'self'"], imgSrc: ["'self'", 'data:'], baseUri: ["'none'"], frameAncestors: ["'none'"] },
+      // Scripts are files the service serves (the passkey script), and they only call the service.
+      directives: { defaultSrc: ["'none'"], styleSrc: ["'self'"], imgSrc: ["'self'", 'data:'], scriptSrc: ["'self'"], connectSrc: ["'self'"], baseUri: ["'none'"], frameAncestors: ["'none'"] },
     },
     frameguard: { action: 'deny' },
     referrerPolicy: { policy: 'no-referrer' },
@@ -49,4 +51,5 @@ export async function webPages(web: FastifyInstance): Promise<void> {
   await web.register(loginPages);
   await web.register(devicePages);
   await web.register(accountPages);
+  await web.register(passkeySignInRoutes);
 }

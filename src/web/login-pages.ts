@@ -11,6 +11,7 @@ import { AccessDenied } from '../oauth/errors.ts';
 import { findInteraction } from '../oauth/interactions.ts';
 import { SCOPES, isScope, scopeList } from '../oauth/scopes.ts';
 import { sendMessage, sendPage, tooManyAttempts } from './pages.ts';
+import { passkeySignInView } from './passkey-pages.ts';
 import { checkSignInPassword, checkTwoStepCode } from './sign-in.ts';
 import { completeTwoStep, endPendingSignIns, endWebSession, readWebSession, startWebSession } from './web-sessions.ts';
 
@@ -48,7 +49,7 @@ export async function loginPages(web: FastifyInstance): Promise<void> {
     const loaded = await load(request as LoginRequest, reply);
     if (!loaded) return reply;
     const session = await readWebSession(request);
-    if (!session) return sendPage(reply, 'signin', { appName: loaded.app.name, action: `${loaded.action}/password` });
+    if (!session) return sendPage(reply, 'signin', { appName: loaded.app.name, action: `${loaded.action}/password`, ...passkeySignInView(web, `${loaded.action}/passkey`) });
     if (session.mfaPending) return sendPage(reply, 'two-step', { action: `${loaded.action}/two-step`, canTrustDevice: loaded.interaction.device_id !== null });
     const account = await findAccount(db(), session.userId);
     return sendPage(reply, 'consent', {
@@ -66,7 +67,8 @@ export async function loginPages(web: FastifyInstance): Promise<void> {
     if (!loaded) return reply;
     const username = String(request.body?.username ?? '').trim();
     const password = String(request.body?.password ?? '');
-    const again = (error: string, status: number) => sendPage(reply, 'signin', { appName: loaded.app.name, action: `${loaded.action}/password`, username, error }, status);
+    const again = (error: string, status: number) =>
+      sendPage(reply, 'signin', { appName: loaded.app.name, action: `${loaded.action}/password`, ...passkeySignInView(web, `${loaded.action}/passkey`), username, error }, status);
     const checked = await checkSignInPassword(request, password, { login: username }, { page: 'sign_in', clientId: loaded.app.clientId });
     if (!checked.ok) return checked.retryAfterMs > 0 ? again(tooManyAttempts(reply, 'failed sign-ins', checked.retryAfterMs), 429) : again('Wrong username or password.', 401);
     const { account } = checked;
@@ -90,7 +92,7 @@ export async function loginPages(web: FastifyInstance): Promise<void> {
       // Past the account's limit the pending sign-in ends (all of them, from any browser).
       await endPendingSignIns(request, reply, session.userId);
       const error = tooManyAttempts(reply, 'wrong codes', checked.retryAfterMs, 'Sign in again');
-      return sendPage(reply, 'signin', { appName: loaded.app.name, action: `${loaded.action}/password`, error }, 429);
+      return sendPage(reply, 'signin', { appName: loaded.app.name, action: `${loaded.action}/password`, ...passkeySignInView(web, `${loaded.action}/passkey`), error }, 429);
     }
     if (!checked.ok && checked.retryAfterMs > 0) return again(tooManyAttempts(reply, 'wrong codes', checked.retryAfterMs), 429);
     if (!checked.ok) return again(checked.used ? 'That code was used already. Wait for the next one.' : 'That code is not right. Codes change every 30 seconds.', 401);

@@ -15,6 +15,8 @@ export interface WebSession {
   mfaPending: boolean;
   /** A two-step secret being set up on the account page, not yet confirmed. */
   pendingTotpSecret: string | null;
+  /** When the browser signed in (a completed two-step step starts a new sign-in). */
+  createdAt: number;
 }
 
 function cookieOptions(request: FastifyRequest, maxAgeMs: number) {
@@ -32,11 +34,11 @@ export async function readWebSession(request: FastifyRequest): Promise<WebSessio
   if (!token) return undefined;
   const row = await request.server.database.db
     .selectFrom('web_sessions')
-    .select(['user_id', 'mfa_pending', 'expires_at', 'pending_totp_secret'])
+    .select(['user_id', 'mfa_pending', 'expires_at', 'pending_totp_secret', 'created_at'])
     .where('session_hash', '=', hashSecret(token))
     .executeTakeFirst();
   if (!row || row.expires_at <= Date.now()) return undefined;
-  return { token, userId: row.user_id, mfaPending: row.mfa_pending === 1, pendingTotpSecret: row.pending_totp_secret };
+  return { token, userId: row.user_id, mfaPending: row.mfa_pending === 1, pendingTotpSecret: row.pending_totp_secret, createdAt: Number(row.created_at) };
 }
 
 /** Signs the browser in (fully, or pending its two-step code), replacing any earlier sign-in. */
