@@ -5,6 +5,7 @@ import type { Schema } from '../db/schema.ts';
 import { hashPassword, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from './passwords.ts';
 import { isBase32Secret, totpStep } from './totp.ts';
 import { endAllDeviceTrust } from './trusted-devices.ts';
+import { removeBackupCodes } from './backup-codes.ts';
 
 /** A user who can sign in with a password. */
 export interface Account {
@@ -100,11 +101,12 @@ export async function storePasswordHash(db: Kysely<Schema>, userId: string, pass
   return result.numUpdatedRows > 0n;
 }
 
-/** Sets (or with null, removes) the two-step secret; it ends every device trust as well. */
+/** Sets (or with null, removes) the two-step secret; it ends every device trust (and, removed, the backup codes) as well. */
 export async function setTotpSecret(db: Kysely<Schema>, userId: string, secret: string | null): Promise<boolean> {
   return inTransaction(db, async (trx) => {
     const result = await trx.updateTable('users').set({ totp_secret: secret }).where('user_id', '=', userId).executeTakeFirst();
     await endAllDeviceTrust(trx, userId);
+    if (secret === null) await removeBackupCodes(trx, userId);
     return result.numUpdatedRows > 0n;
   });
 }
@@ -131,4 +133,19 @@ export async function acceptTotpCode(db: Kysely<Schema>, userId: string, code: s
     .where((eb) => eb.or([eb('totp_last_step', 'is', null), eb('totp_last_step', '<', step)]))
     .executeTakeFirst();
   return accepted.numUpdatedRows > 0n ? 'accepted' : 'used';
+}
+
+/**
+ * Turns two-step on with `secret`, whose first code (of time step `step`) confirmed it: that code is
+ * used up at once (RFC 6238 §5.2). Only when the account has no secret yet, so of two simultaneous
+ * confirmations one wins (false for the other).
+ */
+export async function enableTotpSecret(db: Kysely<Schema>, userId: string, secret: string, step: number): Promise<boolean> {
+  const result = await db
+    .updateTable('users')
+    .set({ totp_secret: secret, totp_last_step: step })
+    .where('user_id', '=', userId)
+    .where('totp_secret', 'is', null)
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
 }

@@ -9,14 +9,22 @@ import { decodeClientDataJSON, isoBase64URL } from '@simplewebauthn/server/helpe
 import { isUniqueViolation } from '../db/errors.ts';
 import type { Account } from './accounts.ts';
 import { CHALLENGE_TTL_MS, consumeChallenge, issueChallenge } from './passkey-challenges.ts';
-import { userHandleOf, type PasskeyContext } from './passkey-sign-in.ts';
+import { userHandleOf } from './passkey-sign-in.ts';
 import { cleanPasskeyName, deletePasskey, insertPasskey, listPasskeys, renamePasskey, type Passkey } from './passkeys.ts';
-import { recordSecurityEvent } from './security-events.ts';
+import type { Kysely } from 'kysely';
+import type { Schema } from '../db/schema.ts';
+import type { RelyingParty } from './relying-party.ts';
+import { recordSecurityEvent, type EventOrigin } from './security-events.ts';
 
 /** Passkeys one account may hold. */
 export const MAX_PASSKEYS = 20;
 
-type AccountContext = Omit<PasskeyContext, 'limits'>;
+/** What the account's passkey actions need: the database, who asks, the relying party. */
+export interface AccountContext {
+  db: Kysely<Schema>;
+  origin: EventOrigin;
+  rp: RelyingParty;
+}
 
 export async function passkeyRegistrationOptions(ctx: AccountContext, account: Account, bindingHash: string) {
   const existing = await listPasskeys(ctx.db, account.userId);

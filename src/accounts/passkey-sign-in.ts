@@ -1,10 +1,11 @@
 /**
- * The passkey step of signing in (WebAuthn with user verification, DESIGN "Passkeys"). It is a
- * complete sign-in: no password and no two-step code follow.
+ * The passkey step of the sign-in service (src/accounts/sign-in.ts): WebAuthn with user
+ * verification (DESIGN "Passkeys"). It is a complete sign-in: no password and no two-step code
+ * follow, whether two-step is on or not.
  *
- *   passkeySignInOptions(ctx, bindingHash)        → the options for navigator.credentials.get
- *   passkeySignIn(ctx, { response, bindingHash }) → an outcome:
- *     { kind: 'signed_in', account }                       the browser may be signed in
+ *   passkeySignInOptions(db, rp, bindingHash)               → the options for navigator.credentials.get
+ *   passkeyStep(ctx, rp, { response, bindingHash })        → an outcome:
+ *     { kind: 'signed_in', account, method: 'passkey', twoStep: 'user_verified' }
  *     { kind: 'refused', reason }                          recorded as passkey_refused
  *     { kind: 'limited', retryAfterMs, accountLimited }    over the password form's limits
  *
@@ -15,43 +16,26 @@ import { generateAuthenticationOptions, verifyAuthenticationResponse, type Authe
 import { decodeClientDataJSON, isoBase64URL, parseAuthenticatorData } from '@simplewebauthn/server/helpers';
 import type { Kysely } from 'kysely';
 import type { Schema } from '../db/schema.ts';
-import { countAttempt, type AttemptLimit } from '../http/attempt-limits.ts';
+import { countAttempt } from '../http/attempt-limits.ts';
 import { countPasskeySignIn } from '../http/metrics.ts';
-import { findAccount, type Account } from './accounts.ts';
+import { findAccount } from './accounts.ts';
 import { CHALLENGE_TTL_MS, consumeChallenge, issueChallenge } from './passkey-challenges.ts';
-import { findPasskey, recordPasskeyUse, type Passkey } from './passkeys.ts';
+import { findPasskey, recordPasskeyUse } from './passkeys.ts';
 import type { RelyingParty } from './relying-party.ts';
 import { recordSecurityEvent, type EventOrigin } from './security-events.ts';
-
-/** What a passkey step needs: the database, who asks (IP and logger), the relying party, the limits. */
-export interface PasskeyContext {
-  db: Kysely<Schema>;
-  origin: EventOrigin;
-  rp: RelyingParty;
-  /** The password form's attempt limits, shared with it. */
-  limits: { byIp: AttemptLimit; byAccount: AttemptLimit };
-}
+import type { Limited, SignInContext, SignInOutcome } from './sign-in.ts';
 
 export type PasskeyRefusal = 'malformed' | 'challenge' | 'unknown_credential' | 'user_mismatch' | 'invalid' | 'counter_went_back';
 
-export type PasskeySignInOutcome =
-  | { kind: 'signed_in'; account: Account; passkey: Passkey }
-  | { kind: 'refused'; reason: PasskeyRefusal }
-  | { kind: 'limited'; retryAfterMs: number; accountLimited: boolean };
-
-/** Where the sign-in happens, recorded with its events. */
-export interface PasskeySignInPlace {
-  page: 'sign_in' | 'account';
-  clientId?: string;
-}
+export type PasskeySignInOutcome = Extract<SignInOutcome, { kind: 'signed_in' }> | { kind: 'refused'; reason: PasskeyRefusal } | Limited;
 
 /** The user handle a passkey of `userId` carries (WebAuthn user.id): the user id's UTF-8 bytes. */
 export const userHandleOf = (userId: string) => new TextEncoder().encode(userId);
 
-export async function passkeySignInOptions(ctx: PasskeyContext, bindingHash: string) {
-  const challenge = await issueChallenge(ctx.db, { bindingHash, purpose: 'sign_in' });
+export async function passkeySignInOptions(db: Kysely<Schema>, rp: RelyingParty, bindingHash: string) {
+  const challenge = await issueChallenge(db, { bindingHash, purpose: 'sign_in' });
   // No allowCredentials: the browser offers the passkeys it holds for this site (discoverable).
-  return generateAuthenticationOptions({ rpID: ctx.rp.id, challenge: isoBase64URL.toBuffer(challenge), userVerification: 'required', timeout: CHALLENGE_TTL_MS });
+  return generateAuthenticationOptions({ rpID: rp.id, challenge: isoBase64URL.toBuffer(challenge), userVerification: 'required', timeout: CHALLENGE_TTL_MS });
 }
 
 const B64URL = /^[A-Za-z0-9_-]*={0,2}$/;
@@ -96,20 +80,22 @@ function reportedCounter(response: AuthenticationResponseJSON): number | undefin
 }
 
 /** Checks a passkey sign-in (see the top of this module). */
-export async function passkeySignIn(ctx: PasskeyContext, input: { response: unknown; bindingHash: string } & PasskeySignInPlace): Promise<PasskeySignInOutcome> {
+export async function passkeyStep(ctx: SignInContext, rp: RelyingParty, input: { response: unknown; bindingHash: string }): Promise<PasskeySignInOutcome> {
   const { db } = ctx;
+  const { passwordByIp, passwordByAccount } = ctx.limits;
+  const origin: EventOrigin = { ip: ctx.ip, ...(ctx.log ? { log: ctx.log } : {}) };
   const response = parseAuthenticationResponse(input.response);
   const passkey = response ? await findPasskey(db, response.id) : undefined;
-  const eventBase = { clientId: input.clientId };
-  const attempt = await countAttempt([ctx.limits.byIp.of(ctx.origin.ip ?? ''), ...(passkey ? [ctx.limits.byAccount.of(`user:${passkey.userId}`)] : [])]);
+  const eventBase = { clientId: ctx.clientId };
+  const attempt = await countAttempt([passwordByIp.of(ctx.ip), ...(passkey ? [passwordByAccount.of(`user:${passkey.userId}`)] : [])]);
   if (attempt.refusedBy.length > 0) {
     countPasskeySignIn('limited');
-    await recordSecurityEvent(db, ctx.origin, { kind: 'sign_in_locked_out', userId: passkey?.userId, ...eventBase, details: { step: 'passkey', page: input.page, retry_after_s: Math.ceil(attempt.retryAfterMs / 1000) } });
-    return { kind: 'limited', retryAfterMs: attempt.retryAfterMs, accountLimited: attempt.refusedBy.includes(ctx.limits.byAccount) };
+    await recordSecurityEvent(db, origin, { kind: 'sign_in_locked_out', userId: passkey?.userId, ...eventBase, details: { step: 'passkey', page: ctx.page, retry_after_s: Math.ceil(attempt.retryAfterMs / 1000) } });
+    return { kind: 'limited', retryAfterMs: attempt.retryAfterMs, accountLimited: attempt.refusedBy.includes(passwordByAccount) };
   }
   const refuse = async (reason: PasskeyRefusal, userId?: string): Promise<PasskeySignInOutcome> => {
     countPasskeySignIn('refused', reason);
-    await recordSecurityEvent(db, ctx.origin, { kind: 'passkey_refused', userId, ...eventBase, details: { reason, page: input.page, ...(passkey && userId ? { passkey: passkey.name } : {}) } });
+    await recordSecurityEvent(db, origin, { kind: 'passkey_refused', userId, ...eventBase, details: { reason, page: ctx.page, ...(passkey && userId ? { passkey: passkey.name } : {}) } });
     return { kind: 'refused', reason };
   };
   if (!response) return refuse('malformed');
@@ -128,8 +114,8 @@ export async function passkeySignIn(ctx: PasskeyContext, input: { response: unkn
     const verified = await verifyAuthenticationResponse({
       response,
       expectedChallenge: challenge,
-      expectedOrigin: ctx.rp.origin,
-      expectedRPID: ctx.rp.id,
+      expectedOrigin: rp.origin,
+      expectedRPID: rp.id,
       credential: { id: passkey.credentialId, publicKey: isoBase64URL.toBuffer(passkey.publicKey), counter: passkey.counter, transports: passkey.transports },
       requireUserVerification: true,
     });
@@ -144,6 +130,6 @@ export async function passkeySignIn(ctx: PasskeyContext, input: { response: unkn
   if (!(await recordPasskeyUse(db, passkey.credentialId, newCounter))) return refuse('counter_went_back', passkey.userId);
   await attempt.succeeded();
   countPasskeySignIn('succeeded');
-  await recordSecurityEvent(db, ctx.origin, { kind: 'sign_in_succeeded', userId: account.userId, ...eventBase, details: { method: 'passkey', two_step: 'passkey', page: input.page } });
-  return { kind: 'signed_in', account, passkey };
+  await recordSecurityEvent(db, origin, { kind: 'sign_in_succeeded', userId: account.userId, ...eventBase, details: { method: 'passkey', two_step: 'user_verified', page: ctx.page } });
+  return { kind: 'signed_in', account, method: 'passkey', twoStep: 'user_verified' };
 }

@@ -1,8 +1,8 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { findAccount, type Account } from '../accounts/accounts.ts';
-import { addPasskey, passkeyRegistrationOptions, removePasskeyOf, renamePasskeyOf } from '../accounts/passkey-registration.ts';
+import { addPasskey, passkeyRegistrationOptions, removePasskeyOf, renamePasskeyOf, type AccountContext } from '../accounts/passkey-registration.ts';
 import { CHALLENGE_TTL_MS } from '../accounts/passkey-challenges.ts';
-import { passkeySignIn, passkeySignInOptions, type PasskeyContext, type PasskeySignInPlace } from '../accounts/passkey-sign-in.ts';
+import { passkeySignInOptions, passkeyStep } from '../accounts/passkey-sign-in.ts';
 import { listPasskeys } from '../accounts/passkeys.ts';
 import { relyingPartyFor, type RelyingPartyCheck } from '../accounts/relying-party.ts';
 import { attemptLimit, countAttempt } from '../http/attempt-limits.ts';
@@ -11,7 +11,8 @@ import { apiErrorForThrown, sendError } from '../http/error-handler.ts';
 import { findApplication } from '../oauth/clients.ts';
 import { findInteraction } from '../oauth/interactions.ts';
 import { hashSecret, newSecret } from '../oauth/secrets.ts';
-import { readWebSession, startWebSession, type WebSession } from './web-sessions.ts';
+import { signInContext } from './sign-in.ts';
+import { readWebSession, startBrowserSignIn, type WebSession } from './web-sessions.ts';
 
 /**
  * The pages' side of passkeys (DESIGN "Passkeys"): JSON endpoints the page script
@@ -48,7 +49,7 @@ export async function passkeySectionView(web: FastifyInstance, userId: string, s
   return {
     available: rp.ok,
     unavailableReason: rp.ok ? undefined : rp.reason,
-    canAdd: Date.now() - session.createdAt <= RECENT_SIGN_IN_MS,
+    canAdd: Date.now() - session.signedInAt <= RECENT_SIGN_IN_MS,
     list: passkeys.map((p) => ({
       id: p.credentialId,
       name: p.name,
@@ -81,11 +82,15 @@ function bindingHash(request: FastifyRequest, reply: FastifyReply, create: boole
   return hashSecret(token);
 }
 
-function context(request: FastifyRequest): PasskeyContext {
+/** The relying party, or a 404 when passkeys are not available (BASE_URL on an IP address). */
+function relyingParty(request: FastifyRequest) {
   const rp = relyingPartyOf(request.server);
   if (!rp.ok) throw new ApiError(404, rp.reason);
-  const { passwordByIp, passwordByAccount } = request.server.signInLimits;
-  return { db: request.server.database.db, origin: { ip: request.ip, log: request.log }, rp: rp.rp, limits: { byIp: passwordByIp, byAccount: passwordByAccount } };
+  return rp.rp;
+}
+
+function context(request: FastifyRequest): AccountContext {
+  return { db: request.server.database.db, origin: { ip: request.ip, log: request.log }, rp: relyingParty(request) };
 }
 
 const jsonBody = (request: FastifyRequest): Record<string, unknown> => {
@@ -104,13 +109,14 @@ function jsonErrors(scope: FastifyInstance): void {
 }
 
 /** The page's sign-in as JSON: where the script sends the browser next. */
-async function signInWithPasskey(request: FastifyRequest, reply: FastifyReply, place: PasskeySignInPlace, next: string) {
+async function signInWithPasskey(request: FastifyRequest, reply: FastifyReply, place: { page: string; clientId?: string }, next: string) {
+  const rp = relyingParty(request);
   const binding = bindingHash(request, reply, false);
-  const outcome = await passkeySignIn(context(request), { response: jsonBody(request), bindingHash: binding ?? 'none', ...place });
+  const outcome = await passkeyStep(signInContext(request, place), rp, { response: jsonBody(request), bindingHash: binding ?? 'none' });
   switch (outcome.kind) {
     case 'signed_in':
       // Complete: user verification was required, so no password and no two-step code follow.
-      await startWebSession(request, reply, outcome.account.userId, false);
+      await startBrowserSignIn(request, reply, outcome);
       return reply.header('cache-control', 'no-store').send({ redirect: next });
     case 'limited': {
       const seconds = Math.ceil(outcome.retryAfterMs / 1000);
@@ -133,10 +139,10 @@ export async function passkeySignInRoutes(web: FastifyInstance): Promise<void> {
   const optionsByIp = attemptLimit(web, { name: 'passkey-options-ip', max: 60, windowMs: 60_000 });
 
   web.post('/passkeys/sign-in-options', csrf, async (request, reply) => {
-    const ctx = context(request);
+    const rp = relyingParty(request);
     const attempt = await countAttempt([optionsByIp.of(request.ip)]);
     if (attempt.refusedBy.length > 0) throw new ApiError(429, 'Too many passkey requests. Wait a minute.', { headers: { 'retry-after': String(Math.ceil(attempt.retryAfterMs / 1000)) } });
-    const options = await passkeySignInOptions(ctx, bindingHash(request, reply, true)!);
+    const options = await passkeySignInOptions(request.server.database.db, rp, bindingHash(request, reply, true)!);
     return reply.header('cache-control', 'no-store').send(options);
   });
 
@@ -197,7 +203,7 @@ export async function passkeyAccountRoutes(web: FastifyInstance, hooks: AccountP
       const session = await readWebSession(request);
       const account = session && !session.mfaPending ? await findAccount(request.server.database.db, session.userId) : undefined;
       if (!session || !account) throw new ApiError(401, 'You are signed out. Sign in again, then add the passkey.');
-      if (Date.now() - session.createdAt > RECENT_SIGN_IN_MS) throw new ApiError(403, 'Adding a passkey needs a recent sign-in. Sign in again, then add it.', { code: 'signInAgain' });
+      if (Date.now() - session.signedInAt > RECENT_SIGN_IN_MS) throw new ApiError(403, 'Adding a passkey needs a recent sign-in. Sign in again, then add it.', { code: 'signInAgain' });
       return account;
     }
 
