@@ -104,6 +104,7 @@ function jsonErrors(scope: FastifyInstance): void {
     if (error.code === 'FST_CSRF_INVALID_TOKEN' || error.code === 'FST_CSRF_MISSING_SECRET') {
       return sendError(reply, new ApiError(403, 'This page was open too long. Reload it and try again.'));
     }
+    if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return sendError(reply, new ApiError(413, `A passkey request is at most ${BODY_LIMIT / 1024} KiB`));
     return sendError(reply, apiErrorForThrown(error, request));
   });
 }
