@@ -1,5 +1,6 @@
 import { createHash, randomInt } from 'node:crypto';
-import type { Kysely } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
+import { lockKey } from '../db/locks.ts';
 import type { Schema } from '../db/schema.ts';
 
 /**
@@ -35,13 +36,15 @@ function newCode(): string {
 
 /**
  * Replaces the user's backup codes with a new set and answers it (shown once, never stored in
- * clear). Call it in the transaction that decides the change.
+ * clear). Call it in the transaction that decides the change. Two replacements at once run one
+ * after the other, so the second removes the first's set rather than adding to it.
  */
-export async function replaceBackupCodes(db: Kysely<Schema>, userId: string, now = Date.now()): Promise<string[]> {
+export async function replaceBackupCodes(trx: Transaction<Schema>, userId: string, now = Date.now()): Promise<string[]> {
+  await lockKey(trx, `backup-codes:${userId}`);
   const codes = new Set<string>();
   while (codes.size < BACKUP_CODES_PER_SET) codes.add(newCode());
-  await removeBackupCodes(db, userId);
-  await db
+  await removeBackupCodes(trx, userId);
+  await trx
     .insertInto('backup_codes')
     .values([...codes].map((code) => ({ user_id: userId, code_hash: hashCode(userId, normalize(code)!), created_at: now })))
     .execute();

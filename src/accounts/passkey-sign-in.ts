@@ -23,7 +23,7 @@ import { CHALLENGE_TTL_MS, consumeChallenge, issueChallenge } from './passkey-ch
 import { findPasskey, recordPasskeyUse } from './passkeys.ts';
 import type { RelyingParty } from './relying-party.ts';
 import { recordSecurityEvent, type EventOrigin } from './security-events.ts';
-import type { Limited, SignInContext, SignInOutcome } from './sign-in.ts';
+import { signInSucceeded, type Limited, type SignInContext, type SignInOutcome } from './sign-in.ts';
 
 export type PasskeyRefusal = 'malformed' | 'challenge' | 'unknown_credential' | 'user_mismatch' | 'invalid' | 'counter_went_back';
 
@@ -130,6 +130,6 @@ export async function passkeyStep(ctx: SignInContext, rp: RelyingParty, input: {
   if (!(await recordPasskeyUse(db, passkey.credentialId, newCounter))) return refuse('counter_went_back', passkey.userId);
   await attempt.succeeded();
   countPasskeySignIn('succeeded');
-  await recordSecurityEvent(db, origin, { kind: 'sign_in_succeeded', userId: account.userId, ...eventBase, details: { method: 'passkey', two_step: 'user_verified', page: ctx.page } });
-  return { kind: 'signed_in', account, method: 'passkey', twoStep: 'user_verified' };
+  // Complete: user verification is the second factor, so no two-step code follows.
+  return (await signInSucceeded(ctx, account, 'passkey', 'user_verified')) as Extract<SignInOutcome, { kind: 'signed_in' }>;
 }

@@ -10,7 +10,8 @@
  * - codeStep(ctx, userId, { code, trustDeviceId })    → signed_in | wrong | limited | start_again
  *   `code` is a current TOTP code or a backup code, in the same input.
  * - passkeyStep(ctx, rp, { response, bindingHash })  → signed_in (method passkey, two_step
- *   user_verified: complete, no code) | refused | limited; in src/accounts/passkey-sign-in.ts.
+ *   user_verified: complete, no code) | refused | limited; in src/accounts/passkey-sign-in.ts
+ *   (it ends with signInSucceeded).
  * After signed_in or needs_code the page starts the browser's sign-in with one call
  * (startBrowserSignIn in src/web/web-sessions.ts).
  *
@@ -146,7 +147,8 @@ export function checkCurrentPassword(ctx: SignInContext, account: Account, passw
   return checkPasswordOf(ctx, account, account.username, password);
 }
 
-async function signedIn(ctx: SignInContext, account: Account, method: SignInMethod, twoStep: TwoStep): Promise<SignInOutcome> {
+/** Ends a sign-in as succeeded: records sign_in_succeeded. For a step that needs no further one (e.g. a passkey that is itself two factors). */
+export async function signInSucceeded(ctx: SignInContext, account: Account, method: SignInMethod, twoStep: TwoStep): Promise<SignInOutcome> {
   await record(ctx, { kind: 'sign_in_succeeded', userId: account.userId, details: withPage(ctx, { method, two_step: twoStep }) });
   return { kind: 'signed_in', account, method, twoStep };
 }
@@ -168,8 +170,8 @@ export async function passwordStep(ctx: SignInContext, input: { login: string; p
  * is needed. Exported for the other first steps.
  */
 export async function afterFirstStep(ctx: SignInContext, account: Account, method: SignInMethod, deviceId: string | null): Promise<SignInOutcome> {
-  if (account.totpSecret === null) return signedIn(ctx, account, method, 'off');
-  if (await isTrustedDevice(ctx.db, account.userId, deviceId)) return signedIn(ctx, account, method, 'trusted_device');
+  if (account.totpSecret === null) return signInSucceeded(ctx, account, method, 'off');
+  if (await isTrustedDevice(ctx.db, account.userId, deviceId)) return signInSucceeded(ctx, account, method, 'trusted_device');
   return { kind: 'needs_code', account };
 }
 
@@ -185,5 +187,5 @@ export async function codeStep(ctx: SignInContext, userId: string, input: { code
   if (checked.kind === 'limited' && checked.accountLimited) await endPendingWebSessions(ctx.db, account.userId);
   if (checked.kind !== 'right') return checked;
   if (input.trustDeviceId) await trustDevice(ctx.db, account.userId, input.trustDeviceId);
-  return signedIn(ctx, account, input.method ?? 'password', checked.method === 'backup_code' ? 'backup_code' : 'code');
+  return signInSucceeded(ctx, account, input.method ?? 'password', checked.method === 'backup_code' ? 'backup_code' : 'code');
 }

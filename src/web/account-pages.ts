@@ -34,7 +34,7 @@ const NOTICES: Record<string, string> = {
   'session-ended': 'The application was signed out. It has to ask you again to use your account.',
   'trust-ended': 'That device will be asked for a two-step code at its next sign-in.',
   'password-changed': 'Your password was changed. Every application and every other browser was signed out, and no device is trusted any more.',
-  'two-step-on': 'Two-step verification is on. Signing in now needs a code from your authenticator app.',
+  'two-step-on': 'Two-step verification is on. Signing in now needs a code from your authenticator app, or one of the backup codes below.',
   'two-step-off': 'Two-step verification is off.',
   'backup-codes-new': 'You have a new set of backup codes. The old ones no longer work.',
   ...PASSKEY_NOTICES,

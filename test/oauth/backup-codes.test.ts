@@ -217,6 +217,24 @@ describe('backup codes', () => {
     assert.doesNotMatch((await browser.fetch('/account', { headers: ip })).text, /backup-codes-left/);
   });
 
+  test('two new sets asked for at once: one set remains, not both', async () => {
+    const ip = newIp();
+    const { account, browser } = await signedInAccount(ip);
+    const { page, secret } = await turnOn(browser, ip);
+    const [code] = shownCodes(page);
+    const answers = await Promise.all([
+      browser.submitOn(page, { code: code!, backup_codes: 'new' }, /backup-codes$/, ip),
+      browser.submitOn(page, { code: totpCode(secret, Date.now() + STEP), backup_codes: 'new' }, /backup-codes$/, ip),
+    ]);
+    assert.deepEqual(answers.map((r) => r.status), [303, 303]);
+    assert.equal((await storedHashes(account.userId)).length, 10);
+    const shownNow = shownCodes((await browser.fetch('/account', { headers: ip })).text);
+    assert.equal(shownNow.length, 10);
+    // The set shown is the set that works.
+    const pending = await atAccountTwoStep(account, newIp());
+    assert.equal((await pending.browser.submitOn(pending.page, { code: shownNow[3]! }, undefined, ip)).status, 303);
+  });
+
   test('the new-set form is CSRF-protected and needs a signed-in browser', async () => {
     const ip = newIp();
     const { browser } = await signedInAccount(ip);
