@@ -63,3 +63,17 @@ await build({
   plugins: [keepModuleUrls],
   logLevel: 'warning',
 });
+
+// The pages' passkey script with @simplewebauthn/browser, one file the service serves itself
+// (src/web/assets.ts; the same options as its in-memory bundle when running from the sources).
+await build({
+  entryPoints: ['src/web/scripts/passkeys.js'],
+  outfile: `${out}/web/assets/passkeys.js`,
+  bundle: true,
+  format: 'iife',
+  platform: 'browser',
+  target: ['chrome109', 'firefox115', 'safari16'],
+  minify: true,
+  legalComments: 'none',
+  logLevel: 'warning',
+});

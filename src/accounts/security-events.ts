@@ -24,6 +24,9 @@ export const SECURITY_EVENT_KINDS = [
   'backup_codes_renewed',
   'application_updated',
   'application_secret_renewed',
+  'passkey_added',
+  'passkey_removed',
+  'passkey_refused',
 ] as const;
 
 export type SecurityEventKind = (typeof SECURITY_EVENT_KINDS)[number];

@@ -9,8 +9,9 @@
  *                                                      | needs_code | wrong | limited
  * - codeStep(ctx, userId, { code, trustDeviceId })    → signed_in | wrong | limited | start_again
  *   `code` is a current TOTP code or a backup code, in the same input.
- * - a third step (passkeys) answers the same union, with `method: 'passkey'`: after proving the
- *   person it calls afterFirstStep (two-step asked as after a password) or signInSucceeded.
+ * - passkeyStep(ctx, rp, { response, bindingHash })  → signed_in (method passkey, two_step
+ *   user_verified: complete, no code) | refused | limited; in src/accounts/passkey-sign-in.ts
+ *   (it ends with signInSucceeded).
  * After signed_in or needs_code the page starts the browser's sign-in with one call
  * (startBrowserSignIn in src/web/web-sessions.ts).
  *
@@ -57,8 +58,11 @@ export interface SignInContext {
 
 /** How the person proved who they are, for sign_in_succeeded. */
 export type SignInMethod = 'password' | 'passkey';
-/** The second step of a sign-in: none asked, skipped for a trusted device, a TOTP code, a backup code. */
-export type TwoStep = 'off' | 'trusted_device' | 'code' | 'backup_code';
+/**
+ * The second step of a sign-in: none asked, skipped for a trusted device, a TOTP code, a backup
+ * code; or, for a passkey, the authenticator's user verification (its PIN or biometric).
+ */
+export type TwoStep = 'off' | 'trusted_device' | 'code' | 'backup_code' | 'user_verified';
 
 export type Wrong = { kind: 'wrong'; reason: 'unknown_account' | 'wrong_password' | 'wrong_code' | 'used_code' };
 /** Refused by a limit without checking; `accountLimited`: the account's own limit refused it. */

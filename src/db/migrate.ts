@@ -9,6 +9,7 @@ import * as m007 from './migrations/007_security_events.ts';
 import * as m009 from './migrations/009_content_versions.ts';
 import * as m010 from './migrations/010_backup_codes.ts';
 import * as m013 from './migrations/013_developer_applications.ts';
+import * as m014 from './migrations/014_passkeys.ts';
 
 const migrations: Record<string, Migration> = {
   '001_users': m001,
@@ -21,6 +22,7 @@ const migrations: Record<string, Migration> = {
   '009_content_versions': m009,
   '010_backup_codes': m010,
   '013_developer_applications': m013,
+  '014_passkeys': m014,
 };
 
 /** Brings the schema up to date; safe to run on every start and from several instances at once. */

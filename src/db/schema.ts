@@ -188,6 +188,33 @@ export interface ContentVersionsTable {
   version: number;
 }
 
+/** A user's passkey (WebAuthn credential), migration 014. */
+export interface PasskeysTable {
+  /** base64url, as the browser names the credential. */
+  credential_id: string;
+  user_id: string;
+  /** base64url of the COSE public key. */
+  public_key: string;
+  /** The signature counter last seen; 0 when the authenticator keeps none. */
+  counter: number;
+  /** JSON array of transport hints. */
+  transports: string;
+  name: string;
+  created_at: number;
+  last_used_at: number | null;
+}
+
+/** A WebAuthn challenge waiting for its answer (single use, 5 minutes), migration 014. */
+export interface PasskeyChallengesTable {
+  challenge: string;
+  /** SHA-256 of the browser's binding cookie. */
+  binding_hash: string;
+  purpose: 'sign_in' | 'register';
+  /** The signed-in user adding a passkey; null for a sign-in. */
+  user_id: string | null;
+  expires_at: number;
+}
+
 export interface Schema {
   users: UsersTable;
   mods: ModsTable;
@@ -205,6 +232,8 @@ export interface Schema {
   projects: ProjectsTable;
   security_events: SecurityEventsTable;
   content_versions: ContentVersionsTable;
+  passkeys: PasskeysTable;
+  passkey_challenges: PasskeyChallengesTable;
 }
 
 export type { Generated };

@@ -39,6 +39,17 @@ const securityEvents = new client.Counter({
   labelNames: ['kind'] as const,
 });
 
+const passkeySignIns = new client.Counter({
+  name: 'passkey_sign_ins_total',
+  help: 'Passkey sign-in attempts, by outcome (succeeded, refused, limited)',
+  labelNames: ['outcome'] as const,
+});
+const passkeyRefusals = new client.Counter({
+  name: 'passkey_refusals_total',
+  help: 'Passkey sign-ins refused, by reason (challenge, counter_went_back, unknown_credential, …)',
+  labelNames: ['reason'] as const,
+});
+
 /** The databases of the apps in this process (tests run several apps in one process). */
 const databases = new Set<Database>();
 new client.Gauge({
@@ -72,6 +83,12 @@ export function countRateLimitRefusal(limit: string): void {
 /** Called by the security-event log for every event it records. */
 export function countSecurityEvent(kind: string): void {
   securityEvents.inc({ kind });
+}
+
+/** A passkey sign-in ended: `reason` for a refusal. */
+export function countPasskeySignIn(outcome: 'succeeded' | 'refused' | 'limited', reason?: string): void {
+  passkeySignIns.inc({ outcome });
+  if (outcome === 'refused') passkeyRefusals.inc({ reason: reason ?? 'other' });
 }
 
 /**

@@ -17,6 +17,7 @@ import { isUuid, normalizeUuid } from '../http/uuid.ts';
 import { SCOPES, isScope, scopeList } from '../oauth/scopes.ts';
 import { listUserSessions } from '../oauth/sessions.ts';
 import { field as formField, sendPage, tooManyAttempts, wrongCodeMessage } from './pages.ts';
+import { PASSKEY_NOTICES, passkeyAccountRoutes, passkeySectionView, passkeySignInView } from './passkey-pages.ts';
 import { signInContext } from './sign-in.ts';
 import { endWebSession, forgetWebSession, readWebSession, startBrowserSignIn, type WebSession } from './web-sessions.ts';
 import { returnAfterSignIn } from './apps-pages.ts';
@@ -37,10 +38,11 @@ const NOTICES: Record<string, string> = {
   'two-step-on': 'Two-step verification is on. Signing in now needs a code from your authenticator app, or one of the backup codes below.',
   'two-step-off': 'Two-step verification is off.',
   'backup-codes-new': 'You have a new set of backup codes. The old ones no longer work.',
+  ...PASSKEY_NOTICES,
 };
 
 /** Errors shown in the section of the form that caused them. */
-type SectionErrors = Partial<Record<'sessions' | 'devices' | 'password' | 'twoStep' | 'backupCodes', string>>;
+type SectionErrors = Partial<Record<'sessions' | 'devices' | 'password' | 'twoStep' | 'backupCodes' | 'passkeys', string>>;
 
 const formatTime = (ms: number) => new Date(ms).toISOString().slice(0, 16).replace('T', ' ') + ' UTC';
 
@@ -99,6 +101,7 @@ export async function accountPages(web: FastifyInstance): Promise<void> {
         twoStepOn: account.totpSecret !== null,
         setup,
         backupCodes,
+        passkeys: await passkeySectionView(web, account.userId, session),
       },
       options.status ?? 200,
     );
@@ -118,7 +121,7 @@ export async function accountPages(web: FastifyInstance): Promise<void> {
   // --- Signing in (for a browser that is not signed in yet) ---
 
   const signInPage = (reply: FastifyReply, data: { username?: string; error?: string } = {}, status = 200) =>
-    sendPage(reply, 'signin', { appName: 'your account', action: SIGN_IN, ...data }, status);
+    sendPage(reply, 'signin', { appName: 'your account', action: SIGN_IN, ...passkeySignInView(web, `${SIGN_IN}/passkey`), ...data }, status);
   const twoStepPage = (reply: FastifyReply, error?: string, status = 200) =>
     sendPage(reply, 'two-step', { action: `${SIGN_IN}/two-step`, canTrustDevice: false, ...(error ? { error } : {}) }, status);
 
@@ -219,4 +222,5 @@ export async function accountPages(web: FastifyInstance): Promise<void> {
     }
     return backToAccount(reply, 'backup-codes-new');
   });
+  await passkeyAccountRoutes(web, { signedIn, showError: (reply, { session, account }, message, status) => showAccount(reply, session, account, { errors: { passkeys: message }, status }) });
 }

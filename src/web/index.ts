@@ -10,6 +10,7 @@ import { accountPages } from './account-pages.ts';
 import { appsPages } from './apps-pages.ts';
 import { homePage } from './home-page.ts';
 import { loginPages } from './login-pages.ts';
+import { passkeySignInRoutes } from './passkey-pages.ts';
 import { sendMessage } from './pages.ts';
 import { registerSignInLimits } from './sign-in.ts';
 import { spawnCodeRoutes } from './spawn-codes.ts';
@@ -25,7 +26,8 @@ export async function webPages(web: FastifyInstance): Promise<void> {
       useDefaults: false,
       // No form-action: after the consent form the browser is redirected to the client's
       // redirect URI, which form-action would block.
-      directives: { defaultSrc: ["'none'"], styleSrc: ["'self'"], imgSrc: ["'self'", 'data:'], baseUri: ["'none'"], frameAncestors: ["'none'"] },
+      // Scripts are files the service serves (the passkey script), and they only call the service.
+      directives: { defaultSrc: ["'none'"], styleSrc: ["'self'"], imgSrc: ["'self'", 'data:'], scriptSrc: ["'self'"], connectSrc: ["'self'"], baseUri: ["'none'"], frameAncestors: ["'none'"] },
     },
     frameguard: { action: 'deny' },
     referrerPolicy: { policy: 'no-referrer' },
@@ -51,4 +53,5 @@ export async function webPages(web: FastifyInstance): Promise<void> {
   await web.register(devicePages);
   await web.register(accountPages);
   await web.register(appsPages);
+  await web.register(passkeySignInRoutes);
 }

@@ -10,6 +10,7 @@ import { AccessDenied } from '../oauth/errors.ts';
 import { findInteraction } from '../oauth/interactions.ts';
 import { SCOPES, isScope, scopeList } from '../oauth/scopes.ts';
 import { field, sendMessage, sendPage, tooManyAttempts, wrongCodeMessage } from './pages.ts';
+import { passkeySignInView } from './passkey-pages.ts';
 import { signInContext } from './sign-in.ts';
 import { endWebSession, forgetWebSession, readWebSession, startBrowserSignIn } from './web-sessions.ts';
 
@@ -47,7 +48,7 @@ export async function loginPages(web: FastifyInstance): Promise<void> {
     const loaded = await load(request as LoginRequest, reply);
     if (!loaded) return reply;
     const session = await readWebSession(request);
-    if (!session) return sendPage(reply, 'signin', { appName: loaded.app.name, action: `${loaded.action}/password` });
+    if (!session) return sendPage(reply, 'signin', { appName: loaded.app.name, action: `${loaded.action}/password`, ...passkeySignInView(web, `${loaded.action}/passkey`) });
     if (session.mfaPending) return sendPage(reply, 'two-step', { action: `${loaded.action}/two-step`, canTrustDevice: loaded.interaction.device_id !== null });
     const account = await findAccount(db(), session.userId);
     const developer = loaded.app.ownerId === null ? undefined : await findAccount(db(), loaded.app.ownerId);
@@ -67,7 +68,7 @@ export async function loginPages(web: FastifyInstance): Promise<void> {
     const loaded = await load(request as LoginRequest, reply);
     if (!loaded) return reply;
     const username = field(request.body, 'username').trim();
-    const again = (error: string, status: number) => sendPage(reply, 'signin', { appName: loaded.app.name, action: `${loaded.action}/password`, username, error }, status);
+    const again = (error: string, status: number) => sendPage(reply, 'signin', { appName: loaded.app.name, action: `${loaded.action}/password`, ...passkeySignInView(web, `${loaded.action}/passkey`), username, error }, status);
     const context = signInContext(request, { page: 'sign_in', clientId: loaded.app.clientId });
     const outcome = await passwordStep(context, { login: username, password: field(request.body, 'password'), deviceId: loaded.interaction.device_id });
     if (outcome.kind === 'limited') return again(tooManyAttempts(reply, 'failed sign-ins', outcome.retryAfterMs), 429);
@@ -91,7 +92,7 @@ export async function loginPages(web: FastifyInstance): Promise<void> {
       // Past the account's limit the pending sign-in ended (all of them, from any browser).
       forgetWebSession(reply);
       const error = tooManyAttempts(reply, 'wrong codes', outcome.retryAfterMs, 'Sign in again');
-      return sendPage(reply, 'signin', { appName: loaded.app.name, action: `${loaded.action}/password`, error }, 429);
+      return sendPage(reply, 'signin', { appName: loaded.app.name, action: `${loaded.action}/password`, ...passkeySignInView(web, `${loaded.action}/passkey`), error }, 429);
     }
     if (outcome.kind === 'limited') return again(tooManyAttempts(reply, 'wrong codes', outcome.retryAfterMs), 429);
     if (outcome.kind === 'wrong') return again(wrongCodeMessage(outcome), 401);

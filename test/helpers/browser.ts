@@ -21,9 +21,10 @@ export function launchBrowser(): Promise<Browser> {
  * A test server whose BASE_URL is the address a browser reaches it at (http://127.0.0.1:PORT),
  * so the login URL, verification_uri and page links work in a real browser (the default test
  * BASE_URL, https://api.test.example, does not resolve). startServer listens on a random port,
- * so a port is reserved first and its connections are handed to the server.
+ * so a port is reserved first and its connections are handed to the server. With `localhost`,
+ * BASE_URL is http://localhost:PORT instead (passkeys need a host name).
  */
-export async function startBrowserServer(options: Omit<StartOptions, 'env'> & { env?: Record<string, string> } = {}): Promise<TestServer> {
+export async function startBrowserServer(options: Omit<StartOptions, 'env'> & { env?: Record<string, string>; localhost?: boolean } = {}): Promise<TestServer> {
   let target: Server | undefined;
   const front = createServer((socket) => {
     if (target) target.emit('connection', socket);
@@ -32,7 +33,8 @@ export async function startBrowserServer(options: Omit<StartOptions, 'env'> & { 
   await new Promise<void>((resolve, reject) => front.once('error', reject).listen(0, '127.0.0.1', resolve));
   const address = front.address();
   assert.ok(address && typeof address === 'object');
-  const url = `http://127.0.0.1:${address.port}`;
+  // `localhost`: a name browsers allow passkeys on (an IP address is no relying-party id).
+  const url = `http://${options.localhost ? 'localhost' : '127.0.0.1'}:${address.port}`;
   let server: TestServer;
   try {
     server = await startServer({ ...options, env: { ...options.env, BASE_URL: url } });

@@ -10,7 +10,7 @@ import { freshDatabase, redisReady, startServer, type TestDatabase, type TestSer
 
 type Page = Awaited<ReturnType<FormClient['fetch']>>;
 
-const CSP = ["default-src 'none'", "style-src 'self'", "img-src 'self' data:", "base-uri 'none'", "frame-ancestors 'none'"];
+const CSP = ["default-src 'none'", "style-src 'self'", "img-src 'self' data:", "script-src 'self'", "connect-src 'self'", "base-uri 'none'", "frame-ancestors 'none'"];
 
 /** The directives of a Content-Security-Policy header, in order. */
 const cspDirectives = (page: Page) => (page.headers.get('content-security-policy') ?? '').split(';').map((directive) => directive.trim()).filter(Boolean);
@@ -320,8 +320,8 @@ describe('security headers and cookies (https BASE_URL)', () => {
     const forbidden = await browser.fetch(`${page}/password`, { form: { username: 'x', password: 'y' } });
     assert.equal(forbidden.status, 403);
     assertSecurityHeaders(forbidden);
-    // The pages load nothing from elsewhere: the only stylesheet is the service's own.
-    assert.deepEqual([...signin.text.matchAll(/(?:href|src)="([^"]+)"/g)].map((match) => match[1]), ['/assets/site.css']);
+    // The pages load nothing from elsewhere: the stylesheet and the (passkey) script are the service's own.
+    assert.deepEqual([...signin.text.matchAll(/(?:href|src)="([^"]+)"/g)].map((match) => match[1]), ['/assets/site.css', '/assets/passkeys.js']);
   });
 
   test('the session cookie is HttpOnly, SameSite=Lax, Path=/ and Secure, for 12 hours', async () => {
