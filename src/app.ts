@@ -162,7 +162,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
 /** Migrates the schema and creates the search indexes the database supports; idempotent. */
 export async function prepareSchema(database: Database, warn: (message: string) => void): Promise<void> {
   await migrateToLatest(database.db);
-  await ensureSearchIndexes(database.db, database.kind, warn);
+  await ensureSearchIndexes(database.db, warn);
 }
 
 /**

@@ -1,4 +1,5 @@
-import { PostgresAdapter, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
+import { dialectOf } from '../../db/dialect.ts';
 import type { DocumentsTable, Schema } from '../../db/schema.ts';
 import { reusableQuery } from '../../db/reusable-query.ts';
 
@@ -172,7 +173,7 @@ export async function saveDocuments(db: Kysely<Schema>, userId: string, document
 export async function deleteDocuments(db: Kysely<Schema>, userId: string, documentIds: readonly string[]): Promise<void> {
   if (documentIds.length === 0) return;
   await db.transaction().execute(async (trx) => {
-    if (trx.getExecutor().adapter instanceof PostgresAdapter) {
+    if (dialectOf(trx) === 'postgres') {
       // Lock the rows in id order first, as saveDocuments writes them, so overlapping requests cannot deadlock.
       await trx.selectFrom('documents').select('document_id').where('document_id', 'in', documentIds).orderBy('document_id').forUpdate().execute();
     }
