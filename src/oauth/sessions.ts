@@ -140,45 +140,60 @@ export async function rotateSession(db: Kysely<Schema>, session: SessionRow, now
   };
 }
 
-/** The session an access token belongs to, as the v4 API authenticates its caller. */
-export interface AccessTokenSession {
-  sessionId: string;
-  userId: string;
-  clientId: string;
-  scope: string;
-  accessExpiresAt: number;
-  lastUsedAt: number | null;
-}
-
+/**
+ * The bearer lookup of the v4 API, one statement: everything the authentication, the rate limit
+ * (user and application) and the scope checks need, plus the last-use time that decides whether
+ * the use is noted.
+ */
 const sessionByAccessTokenHash = reusableQuery((db: Kysely<Schema>, { hash }: { hash: string }) =>
   db.selectFrom('sessions').select(['session_id', 'user_id', 'client_id', 'scope', 'access_expires_at', 'last_used_at']).where('access_token_hash', '=', hash),
 );
 
-/** The session whose current access token `accessToken` is, expired or not (the caller tells which). */
-export async function findSessionByAccessToken(db: Kysely<Schema>, accessToken: string): Promise<AccessTokenSession | undefined> {
+/** A session's scopes as a set, shared by every request of sessions with the same scope string (there are few). */
+const scopeSets = new Map<string, ReadonlySet<string>>();
+const MAX_SCOPE_SETS = 1000;
+
+function scopeSet(scope: string): ReadonlySet<string> {
+  let set = scopeSets.get(scope);
+  if (set === undefined) {
+    if (scopeSets.size >= MAX_SCOPE_SETS) scopeSets.clear();
+    scopeSets.set(scope, (set = new Set(scope.split(' '))));
+  }
+  return set;
+}
+
+/** The caller an access token stands for, as the v4 API authenticates it. */
+export interface AccessTokenCaller {
+  sessionId: string;
+  userId: string;
+  clientId: string;
+  scopes: ReadonlySet<string>;
+  expiresAt: number;
+}
+
+/**
+ * The session whose current access token `accessToken` is, expired or not (the caller tells which),
+ * as the bearerAuth plugin's lookup. Notes the use of an unexpired token (see noteSessionUse),
+ * without waiting for it: the answer does not depend on it, and a failure only leaves the time older.
+ */
+export async function findAccessToken(db: Kysely<Schema>, accessToken: string, now: number, log?: { warn(object: object, message: string): void }): Promise<AccessTokenCaller | undefined> {
   const [row] = await sessionByAccessTokenHash(db, { hash: hashSecret(accessToken) });
-  return (
-    row && {
-      sessionId: row.session_id,
-      userId: row.user_id,
-      clientId: row.client_id,
-      scope: row.scope,
-      accessExpiresAt: row.access_expires_at,
-      lastUsedAt: row.last_used_at,
-    }
-  );
+  if (!row) return undefined;
+  if (row.access_expires_at > now && (row.last_used_at === null || now - row.last_used_at >= LAST_USED_PRECISION_MS)) {
+    noteSessionUse(db, row.session_id, now).catch((err: unknown) => log?.warn({ err }, 'could not note when a session was last used'));
+  }
+  return { sessionId: row.session_id, userId: row.user_id, clientId: row.client_id, scopes: scopeSet(row.scope), expiresAt: row.access_expires_at };
 }
 
 /** "Last used" on the account page is to the minute: a write at most once a minute per session, not one per request. */
 const LAST_USED_PRECISION_MS = 60_000;
 
-/** Notes that the session was used now; undefined (no write) when its time is already this recent. */
-export function noteSessionUse(db: Kysely<Schema>, session: AccessTokenSession, now = Date.now()): Promise<unknown> | undefined {
-  if (session.lastUsedAt !== null && now - session.lastUsedAt < LAST_USED_PRECISION_MS) return undefined;
+/** Notes that the session was used now, unless a concurrent request has just done so. */
+function noteSessionUse(db: Kysely<Schema>, sessionId: string, now: number): Promise<unknown> {
   return db
     .updateTable('sessions')
     .set({ last_used_at: now })
-    .where('session_id', '=', session.sessionId)
+    .where('session_id', '=', sessionId)
     .where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<', now - LAST_USED_PRECISION_MS)]))
     .execute();
 }
