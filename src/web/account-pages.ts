@@ -6,7 +6,8 @@ import { newTotpSecret, totpUri } from '../accounts/totp.ts';
 import { endAllDeviceTrust, endDeviceTrust, listTrustedDevices } from '../accounts/trusted-devices.ts';
 import { isUuid, normalizeUuid } from '../http/uuid.ts';
 import { SCOPES, isScope, scopeList } from '../oauth/scopes.ts';
-import { endAllUserSessions, endUserSession, listUserSessions } from '../oauth/sessions.ts';
+import { endAllSessionsOfUser, endSessionOfUser } from '../oauth/sessions.ts';
+import { listUserSessions } from '../oauth/user-sessions.ts';
 import { sendPage, tooManyAttempts } from './pages.ts';
 import { checkSignInPassword, checkTwoStepCode } from './sign-in.ts';
 import { completeTwoStep, endOtherWebSessions, endPendingSignIns, endWebSession, readWebSession, setPendingTotpSecret, startWebSession, type WebSession } from './web-sessions.ts';
@@ -158,7 +159,7 @@ export async function accountPages(web: FastifyInstance): Promise<void> {
     const current = await signedIn(request, reply);
     if (!current) return reply;
     const sessionId = field(request, 'end_session');
-    const ended = isUuid(sessionId) ? await endUserSession(db(), current.account.userId, normalizeUuid(sessionId)) : undefined;
+    const ended = isUuid(sessionId) ? await endSessionOfUser(db(), current.account.userId, normalizeUuid(sessionId)) : undefined;
     if (!ended) return showAccount(reply, current.session, current.account, { errors: { sessions: 'That application is not signed in to your account (any more).' }, status: 404 });
     await recordSecurityEvent(db(), request, { kind: 'session_ended', userId: current.account.userId, clientId: ended.clientId, details: { session_id: normalizeUuid(sessionId), page: 'account' } });
     return backToAccount(reply, 'session-ended');
@@ -196,7 +197,7 @@ export async function accountPages(web: FastifyInstance): Promise<void> {
       .execute(async (trx) => {
         await storePasswordHash(trx, account.userId, passwordHash);
         await endOtherWebSessions(trx, session);
-        return { sessions: await endAllUserSessions(trx, account.userId), devices: await endAllDeviceTrust(trx, account.userId) };
+        return { sessions: await endAllSessionsOfUser(trx, account.userId), devices: await endAllDeviceTrust(trx, account.userId) };
       });
     await recordSecurityEvent(db(), request, { kind: 'password_changed', userId: account.userId, details: { page: 'account', sessions_ended: ended.sessions, device_trusts_ended: ended.devices } });
     return backToAccount(reply, 'password-changed');
