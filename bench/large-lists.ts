@@ -4,6 +4,7 @@
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, rmSync } from 'node:fs';
 import { sql } from 'kysely';
+import { dialectOf } from '../src/db/dialect.ts';
 import pg from 'pg';
 import { loadConfig } from '../src/config.ts';
 import { openDatabase } from '../src/db/connection.ts';
@@ -81,7 +82,7 @@ async function tokenOfASeededUser(databaseUrl: string): Promise<string> {
     const { db } = database;
     const { user_id } = await db.selectFrom('projects').select('user_id').orderBy('project_id').limit(1).executeTakeFirstOrThrow();
     const { clientId } = await createApplication(db, { name: 'Benchmark', redirectUris: [REDIRECT_URI], scopes: ['common'], confidential: false });
-    if (database.kind === 'postgres') await sql`analyze projects`.execute(db);
+    if (dialectOf(db) === 'postgres') await sql`analyze projects`.execute(db);
     return (await createSession(db, { userId: user_id, clientId, scope: 'common' })).accessToken;
   } finally {
     await database.close();

@@ -1,7 +1,8 @@
 // `npm run build` (run by `npm ci` through `prepare`): compiles src/ to dist/ with tsc, copies the
 // page templates and the stylesheet beside the compiled modules, which find them through
 // import.meta.url, then replaces dist/server.js by a bundle of the server and its dependencies.
-// dist/ is emptied first so a deleted source file leaves no stale module behind.
+// dist/ is emptied first so a deleted source file leaves no stale module behind. The SQLite
+// checkpoint worker is bundled the same way, as its own entry point (dist/db/wal-checkpoint-worker.js).
 //
 // Why a bundle (docs/decisions.md, "Memory"): loading ~1,300 ES modules one by one costs start-up
 // CPU and memory (each module's source, records and the heap grown while loading them). One file,
@@ -37,9 +38,7 @@ const keepModuleUrls = {
     });
   },
 };
-await build({
-  entryPoints: ['src/server.ts'],
-  outfile: `${out}/server.js`,
+const common = {
   bundle: true,
   platform: 'node',
   format: 'esm',
@@ -62,7 +61,11 @@ await build({
   },
   plugins: [keepModuleUrls],
   logLevel: 'warning',
-});
+};
+await build({ ...common, entryPoints: ['src/server.ts'], outfile: `${out}/server.js` });
+// The SQLite checkpoint worker is a thread's entry point of its own: wal-checkpointer.ts starts it
+// from the file beside its own place in dist/ (db/), so it is bundled there, over tsc's output.
+await build({ ...common, entryPoints: ['src/db/wal-checkpoint-worker.ts'], outfile: `${out}/db/wal-checkpoint-worker.js` });
 
 // The pages' passkey script with @simplewebauthn/browser, one file the service serves itself
 // (src/web/assets.ts; the same options as its in-memory bundle when running from the sources).

@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { sql } from 'kysely';
+import { dialectOf } from '../src/db/dialect.ts';
 import { loadConfig } from '../src/config.ts';
 import { openDatabase } from '../src/db/connection.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
@@ -75,8 +76,8 @@ for (let start = 0; start < projectCount; start += PER_TRANSACTION) {
     }
   });
 }
-await ensureSearchIndexes(db, database.kind, (message) => process.stderr.write(`${message}\n`));
-if (database.kind === 'postgres') await sql`analyze projects`.execute(db);
+await ensureSearchIndexes(db, (message) => process.stderr.write(`${message}\n`));
+if (dialectOf(db) === 'postgres') await sql`analyze projects`.execute(db);
 
 const app = await createApplication(db, { name: 'Benchmark', redirectUris: ['http://127.0.0.1/callback'], scopes: ['common', 'users:read'], confidential: false });
 const tokens = await createSession(db, { userId: users[0]!.user_id, clientId: app.clientId, scope: 'common users:read' });

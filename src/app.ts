@@ -22,6 +22,7 @@ import { protectV4Api } from './http/v4-api.ts';
 import { validatorCompiler } from './http/validation.ts';
 import { legacyApi } from './legacy/index.ts';
 import { discoveryRoute, oauthEndpoints } from './oauth/index.ts';
+import { findAccessToken } from './oauth/sessions.ts';
 import { registerClasses } from './rest/routes.ts';
 import { webPages } from './web/index.ts';
 
@@ -58,7 +59,8 @@ function trustHops(count: number) {
 
 /** The v4 API: the classes, served by the REST engine behind bearer tokens. */
 async function v4Api(api: FastifyInstance): Promise<void> {
-  await protectV4Api(api);
+  const { db } = api.database;
+  await protectV4Api(api, { lookup: (token, now, log) => findAccessToken(db, token, now, log) });
   await registerClasses(api, classes);
 }
 
@@ -162,7 +164,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
 /** Migrates the schema and creates the search indexes the database supports; idempotent. */
 export async function prepareSchema(database: Database, warn: (message: string) => void): Promise<void> {
   await migrateToLatest(database.db);
-  await ensureSearchIndexes(database.db, database.kind, warn);
+  await ensureSearchIndexes(database.db, warn);
 }
 
 /**

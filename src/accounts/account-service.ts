@@ -5,7 +5,7 @@
  * the sign-in service), writes in one transaction through each table's owning module, and records
  * its security event. Outcomes are unions the page turns into a section error or a redirect.
  */
-import { endAllUserSessions, endUserSession } from '../oauth/sessions.ts';
+import { endAllSessionsOfUser, endSessionOfUser } from '../oauth/sessions.ts';
 import { AccountError, checkPassword, enableTotpSecret, setTotpSecret, storePasswordHash, type Account } from './accounts.ts';
 import { countBackupCodes, replaceBackupCodes } from './backup-codes.ts';
 import { hashPassword } from './passwords.ts';
@@ -45,7 +45,7 @@ export async function changePassword(
   const ended = await ctx.db.transaction().execute(async (trx) => {
     await storePasswordHash(trx, account.userId, passwordHash);
     await endOtherWebSessions(trx, account.userId, input.session?.token ?? null);
-    return { sessions: await endAllUserSessions(trx, account.userId), devices: await endAllDeviceTrust(trx, account.userId) };
+    return { sessions: await endAllSessionsOfUser(trx, account.userId), devices: await endAllDeviceTrust(trx, account.userId) };
   });
   await record(ctx, { kind: 'password_changed', userId: account.userId, details: { sessions_ended: ended.sessions, device_trusts_ended: ended.devices } });
   return { kind: 'changed' };
@@ -125,7 +125,7 @@ export async function backupCodesOnPage(ctx: Pick<AccountContext, 'db'>, account
 
 /** Signs one application out of the account (its OAuth session); false when it holds none (any more). */
 export async function endApplicationSession(ctx: AccountContext, account: Account, sessionId: string): Promise<boolean> {
-  const ended = await endUserSession(ctx.db, account.userId, sessionId);
+  const ended = await endSessionOfUser(ctx.db, account.userId, sessionId);
   if (!ended) return false;
   await record(ctx, { kind: 'session_ended', userId: account.userId, clientId: ended.clientId, details: { session_id: sessionId } });
   return true;

@@ -7,12 +7,10 @@ import type { Schema } from './schema.ts';
 import { SqliteConnectionsDialect, StatementCache, WriteLock, type SqliteConnections } from './sqlite-driver.ts';
 import { startWalCheckpointer, type WalCheckpointer } from './wal-checkpointer.ts';
 
-export type DatabaseKind = 'sqlite' | 'postgres';
 export type DatabaseTarget = { kind: 'sqlite'; path: string } | { kind: 'postgres'; url: string };
 
 export interface Database {
   db: Kysely<Schema>;
-  kind: DatabaseKind;
   /** Resolves when the database answers a trivial query. */
   ping(): Promise<void>;
   /** Connections of the pool by state (SQLite: its writer, busy while a transaction is open, and its reader). */
@@ -50,7 +48,6 @@ export function openDatabase(target: DatabaseTarget, options: OpenOptions = {}):
     if (checkpoints) connections.afterWrite = () => checkpoints.noteWrite();
     return {
       db,
-      kind: 'sqlite',
       ping: () => ping(db),
       poolStats: () => {
         if (!connection.open) return { total: 0, idle: 0, waiting: 0 };
@@ -79,7 +76,6 @@ export function openDatabase(target: DatabaseTarget, options: OpenOptions = {}):
   const db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool }) });
   return {
     db,
-    kind: 'postgres',
     ping: () => ping(db),
     poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     async backup() {

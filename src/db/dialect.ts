@@ -1,12 +1,22 @@
 import { PostgresAdapter, sql, type Kysely, type RawBuilder, type SqlBool } from 'kysely';
-import type { DatabaseKind } from './connection.ts';
+
+/** The SQL dialect a connection speaks. */
+export type Dialect = 'sqlite' | 'postgres';
+
+/**
+ * Which dialect `db` (a Kysely instance or a transaction of one) speaks: the one way the code asks,
+ * so that dialect differences stay in src/db and read the same everywhere.
+ */
+export function dialectOf(db: Kysely<any>): Dialect {
+  return db.getExecutor().adapter instanceof PostgresAdapter ? 'postgres' : 'sqlite';
+}
 
 /**
  * `column` contains `text`, ignoring case; the client's % and _ match themselves. PostgreSQL's
  * ILIKE (served by the trigram index); SQLite's LIKE, which ignores case for ASCII letters.
  */
-export function containsIgnoringCase(kind: DatabaseKind, column: string, text: string): RawBuilder<SqlBool> {
-  return matchesContainsPattern(kind, column, containsPattern(text));
+export function containsIgnoringCase(dialect: Dialect, column: string, text: string): RawBuilder<SqlBool> {
+  return matchesContainsPattern(dialect, column, containsPattern(text));
 }
 
 /** The LIKE pattern of containsIgnoringCase for `text`: a value, so a compiled query can take it as a parameter. */
@@ -15,8 +25,8 @@ export function containsPattern(text: string): string {
 }
 
 /** `column` matches a pattern made by containsPattern, ignoring case (see containsIgnoringCase). */
-export function matchesContainsPattern(kind: DatabaseKind, column: string, pattern: string): RawBuilder<SqlBool> {
-  const operator = sql.raw(kind === 'postgres' ? 'ilike' : 'like');
+export function matchesContainsPattern(dialect: Dialect, column: string, pattern: string): RawBuilder<SqlBool> {
+  const operator = sql.raw(dialect === 'postgres' ? 'ilike' : 'like');
   return sql<SqlBool>`${sql.ref(column)} ${operator} ${pattern} escape '\\'`;
 }
 
@@ -26,5 +36,5 @@ export function matchesContainsPattern(kind: DatabaseKind, column: string, patte
  * four. A caller offers both forms and asks this which to use.
  */
 export function writesInWith(db: Kysely<any>): boolean {
-  return db.getExecutor().adapter instanceof PostgresAdapter;
+  return dialectOf(db) === 'postgres';
 }

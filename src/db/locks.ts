@@ -1,4 +1,5 @@
-import { PostgresAdapter, sql, type Transaction } from 'kysely';
+import { sql, type Transaction } from 'kysely';
+import { dialectOf } from './dialect.ts';
 
 /**
  * Holds a lock on `key` until the transaction ends, so transactions about the same thing (a mod,
@@ -14,7 +15,7 @@ export function lockKey(trx: Transaction<any>, key: string): Promise<void> {
  * a fixed order, so two transactions locking overlapping sets cannot deadlock.
  */
 export async function lockKeys(trx: Transaction<any>, keys: readonly string[]): Promise<void> {
-  if (keys.length > 0 && trx.getExecutor().adapter instanceof PostgresAdapter) {
+  if (keys.length > 0 && dialectOf(trx) === 'postgres') {
     await sql`select pg_advisory_xact_lock(h) from (select distinct hashtextextended(k, 0) as h from unnest(${[...keys]}::text[]) as k order by h) as locks`.execute(trx);
   }
 }

@@ -1,4 +1,5 @@
-import { Migrator, PostgresAdapter, sql, type Kysely, type Migration } from 'kysely';
+import { Migrator, sql, type Kysely, type Migration } from 'kysely';
+import { dialectOf } from './dialect.ts';
 import * as m001 from './migrations/001_users.ts';
 import * as m002 from './migrations/002_legacy_content.ts';
 import * as m003 from './migrations/003_login.ts';
@@ -30,7 +31,7 @@ export async function migrateToLatest(db: Kysely<any>): Promise<void> {
   // Kysely looks for its migration tables in every schema it can see, so another schema of the same
   // PostgreSQL database holding them would be taken for ours: name the schema we work in.
   const migrationTableSchema =
-    db.getExecutor().adapter instanceof PostgresAdapter
+    dialectOf(db) === 'postgres'
       ? ((await sql<{ schema: string | null }>`select current_schema() as schema`.execute(db)).rows[0]?.schema ?? undefined)
       : undefined;
   const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations }, migrationTableSchema });

@@ -1,5 +1,6 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import { PostgresAdapter, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
+import { dialectOf } from './dialect.ts';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
@@ -58,7 +59,7 @@ export async function purgeExpired(
   shouldStop: () => boolean = () => false,
   tables: readonly ExpiringRows[] = EXPIRING_ROWS,
 ): Promise<PurgeCounts> {
-  const postgres = db.getExecutor().adapter instanceof PostgresAdapter;
+  const postgres = dialectOf(db) === 'postgres';
   const counts: PurgeCounts = {};
   for (const { table, key, column, keepMs = 0 } of tables) {
     counts[table] = 0;

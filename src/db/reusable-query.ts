@@ -1,4 +1,5 @@
 import { createQueryId, type Compilable, type CompiledQuery, type Kysely } from 'kysely';
+import { dialectOf, type Dialect } from './dialect.ts';
 
 type Value = string | number | bigint | boolean | null;
 type Params = Record<string, Value | readonly Value[]>;
@@ -25,10 +26,10 @@ const MARKER = '\u0000param:';
  */
 export function reusableQuery<P extends Params, R>(build: (db: Kysely<any>, params: P) => Compilable<R>, options: { mayBeUnused?: readonly string[] } = {}) {
   const mayBeUnused = new Set(options.mayBeUnused);
-  const templates = new Map<unknown, Map<string, Template<R>>>();
+  const templates = new Map<Dialect, Map<string, Template<R>>>();
 
   function template(db: Kysely<any>, params: P): Template<R> {
-    const dialect = db.getExecutor().adapter.constructor;
+    const dialect = dialectOf(db);
     // The shape, without allocating for the common case of no list parameter.
     let shape = '';
     for (const name in params) {

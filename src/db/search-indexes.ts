@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely';
-import type { DatabaseKind } from './connection.ts';
+import { dialectOf } from './dialect.ts';
 
 /**
  * Substring search indexes that a database may not be able to have. On PostgreSQL a trigram
@@ -8,8 +8,8 @@ import type { DatabaseKind } from './connection.ts';
  * SQLite keeps the per-owner indexes of the migrations: a user's projects are filtered by a
  * scan of that user's rows only.
  */
-export async function ensureSearchIndexes(db: Kysely<any>, kind: DatabaseKind, warn: (message: string) => void): Promise<void> {
-  if (kind !== 'postgres') return;
+export async function ensureSearchIndexes(db: Kysely<any>, warn: (message: string) => void): Promise<void> {
+  if (dialectOf(db) !== 'postgres') return;
   try {
     const { rows } = await sql<{ schema: string }>`select extnamespace::regnamespace::text as schema from pg_extension where extname = 'pg_trgm'`.execute(db);
     if (rows.length === 0) await sql`create extension if not exists pg_trgm with schema public`.execute(db);

@@ -1,5 +1,5 @@
-import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
+import type { CheckpointWorkerData } from './wal-checkpoint-worker.ts';
 
 /**
  * Copies an SQLite database's write-ahead log back into the database file from a worker thread,
@@ -13,32 +13,19 @@ export interface WalCheckpointer {
   stop(): Promise<void>;
 }
 
-const WORKER_SOURCE = `
-const { parentPort, workerData } = require('node:worker_threads');
-const Database = require(workerData.driver);
-const db = new Database(workerData.path, { fileMustExist: true });
-let timer;
-function pass() {
-  try {
-    db.pragma('wal_checkpoint(PASSIVE)');
-  } catch {
-    // busy, or the database is going away: the next pass tries again
-  }
-  timer = setTimeout(pass, workerData.intervalMs);
-}
-parentPort.on('message', () => {
-  clearTimeout(timer);
-  db.close();
-  parentPort.close();
-});
-pass();
-`;
+/**
+ * The worker's module, beside this one and compiled the same way: dist/db/wal-checkpoint-worker.js
+ * (its own esbuild entry point) in the built server, where the bundle gives this module the URL it
+ * has in dist/; the .ts source under tsx, started through tsx-worker.mjs.
+ */
+const UNDER_TSX = import.meta.url.endsWith('.ts');
+const WORKER_URL = new URL(UNDER_TSX ? './tsx-worker.mjs' : './wal-checkpoint-worker.js', import.meta.url);
+const WORKER_ENTRY = UNDER_TSX ? new URL('./wal-checkpoint-worker.ts', import.meta.url).href : undefined;
 
 export function startWalCheckpointer(path: string, intervalMs = 100): WalCheckpointer {
-  const driver = createRequire(import.meta.url).resolve('better-sqlite3');
-  const worker = new Worker(WORKER_SOURCE, {
-    eval: true,
-    workerData: { path, driver, intervalMs },
+  const workerData: CheckpointWorkerData & { entry?: string } = { path, intervalMs, entry: WORKER_ENTRY };
+  const worker = new Worker(WORKER_URL, {
+    workerData,
     // Its heap holds a few statements' results: keep the thread small.
     resourceLimits: { maxYoungGenerationSizeMb: 1, maxOldGenerationSizeMb: 16 },
     stdout: false,

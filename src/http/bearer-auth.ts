@@ -1,7 +1,8 @@
-import type { FastifyRequest } from 'fastify';
-import { findSessionByAccessToken, noteSessionUse } from '../oauth/sessions.ts';
+import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
 import { ApiError } from './errors.ts';
 
+/** The caller a valid access token stands for. */
 export interface BearerAuth {
   userId: string;
   clientId: string;
@@ -9,17 +10,39 @@ export interface BearerAuth {
   scopes: ReadonlySet<string>;
 }
 
+/** What the token lookup answers: the caller, and when the token expires (the plugin refuses it then). */
+export interface BearerToken extends BearerAuth {
+  expiresAt: number;
+}
+
+export interface BearerAuthOptions {
+  /**
+   * The caller whose current access token `token` is, expired or not; undefined when it is
+   * unknown or revoked. Called once per request that carries a token.
+   */
+  lookup(token: string, now: number, log: FastifyBaseLogger): Promise<BearerToken | undefined>;
+}
+
 declare module 'fastify' {
   interface FastifyRequest {
-    /** The v4 caller, when the request carried a valid access token. */
-    auth?: BearerAuth;
-    /** Why the request's token was refused, until the v4 rate limit has counted the request. */
-    bearerError?: ApiError;
+    /**
+     * The v4 caller (in a scope where bearerAuth is registered). Reading it on a request that
+     * carried no valid token throws the 401 that asks for one, so a route reads it without a check.
+     */
+    readonly auth: BearerAuth;
   }
 }
 
+const CALLER = Symbol('bearer caller');
+const REFUSAL = Symbol('bearer refusal');
+type Slots = { [CALLER]: BearerAuth | undefined; [REFUSAL]: ApiError | undefined };
+const slots = (request: FastifyRequest) => request as FastifyRequest & Slots;
+
 const invalidToken = (message: string) =>
   new ApiError(401, message, { headers: { 'www-authenticate': `Bearer realm="v4", error="invalid_token", error_description="${message}"` } });
+
+const tokenRequired = () =>
+  new ApiError(401, 'An access token is required: Authorization: Bearer <token> or X-Service-Token', { headers: { 'www-authenticate': 'Bearer realm="v4"' } });
 
 function tokenOf(request: FastifyRequest): string | undefined {
   const authorization = request.headers.authorization;
@@ -32,32 +55,61 @@ function tokenOf(request: FastifyRequest): string | undefined {
   return typeof header === 'string' && header !== '' ? header : undefined;
 }
 
-/**
- * onRequest hook of the v4 API: a request with a token is authenticated here (401 when the
- * token is unknown or expired); a request without one goes on unauthenticated.
- */
-export async function readBearerToken(request: FastifyRequest): Promise<void> {
-  const token = tokenOf(request);
-  if (token === undefined) return;
-  const db = request.server.database.db;
-  const session = await findSessionByAccessToken(db, token);
-  if (!session) throw invalidToken('The access token is unknown or revoked');
-  const now = Date.now();
-  if (session.accessExpiresAt <= now) throw invalidToken('The access token has expired; refresh it');
-  // Not awaited: the answer does not depend on it, and a failure only leaves the time older.
-  noteSessionUse(db, session, now)?.catch((err: unknown) => request.log.warn({ err }, 'could not note when a session was last used'));
-  request.auth = { userId: session.userId, clientId: session.clientId, sessionId: session.sessionId, scopes: new Set(session.scope.split(' ')) };
+/** The caller of a request, or undefined when it carried no valid token (for a rate limit's key, say). */
+export function callerOf(request: FastifyRequest): BearerAuth | undefined {
+  return slots(request)[CALLER];
 }
+
+/**
+ * Bearer authentication for the scope it is registered in (fastify-plugin: the hooks and
+ * `request.auth` apply to that scope). A request with a token is authenticated in onRequest; a
+ * request without one goes on unauthenticated and meets `requireScopes`. A refused token (unknown,
+ * revoked, expired, malformed header) is answered 401 in preParsing, that is after every onRequest
+ * hook, so that a rate limit registered in the same scope (onRequest, per route) counts guessed
+ * tokens too and refuses them with 429 past its limit.
+ */
+export const bearerAuth = fp(
+  async function bearerAuth(scope: FastifyInstance, options: BearerAuthOptions): Promise<void> {
+    if (typeof options?.lookup !== 'function') throw new TypeError('bearerAuth: the lookup option (token → caller) is required');
+    const { lookup } = options;
+    scope.decorateRequest(CALLER, undefined);
+    scope.decorateRequest(REFUSAL, undefined);
+    scope.decorateRequest('auth', {
+      getter(this: FastifyRequest) {
+        const caller = slots(this)[CALLER];
+        if (caller === undefined) throw tokenRequired();
+        return caller;
+      },
+    });
+
+    scope.addHook('onRequest', async (request) => {
+      const own = slots(request);
+      try {
+        const token = tokenOf(request);
+        if (token === undefined) return;
+        const now = Date.now();
+        const found = await lookup(token, now, request.log);
+        if (!found) throw invalidToken('The access token is unknown or revoked');
+        if (found.expiresAt <= now) throw invalidToken('The access token has expired; refresh it');
+        own[CALLER] = found;
+      } catch (error) {
+        if (!(error instanceof ApiError)) throw error;
+        own[REFUSAL] = error;
+      }
+    });
+    scope.addHook('preParsing', async (request) => {
+      const refusal = slots(request)[REFUSAL];
+      if (refusal) throw refusal;
+    });
+  },
+  { name: 'bearer-auth', fastify: '5.x' },
+);
 
 /** preHandler: the request must carry a valid access token granting every scope named. */
 export function requireScopes(...scopes: string[]) {
   return async function requireScopesHook(request: FastifyRequest): Promise<void> {
-    if (!request.auth) {
-      throw new ApiError(401, 'An access token is required: Authorization: Bearer <token> or X-Service-Token', {
-        headers: { 'www-authenticate': 'Bearer realm="v4"' },
-      });
-    }
-    const missing = scopes.filter((scope) => !request.auth!.scopes.has(scope));
+    const granted = request.auth.scopes;
+    const missing = scopes.filter((scope) => !granted.has(scope));
     if (missing.length > 0) {
       throw new ApiError(403, `This needs the scope ${missing.join(' ')}`, {
         headers: { 'www-authenticate': `Bearer realm="v4", error="insufficient_scope", scope="${scopes.join(' ')}"` },
@@ -65,23 +117,4 @@ export function requireScopes(...scopes: string[]) {
       });
     }
   };
-}
-
-/**
- * The same as readBearerToken in two steps, so that the v4 rate limit counts a request between
- * them: this onRequest hook reads the token and keeps a refusal for later, and
- * rejectRefusedBearerToken (preParsing, after every onRequest hook including the limiter's)
- * answers it. Guessed tokens are then counted, and refused with 429 past the limit.
- */
-export async function readBearerTokenForLimit(request: FastifyRequest): Promise<void> {
-  try {
-    await readBearerToken(request);
-  } catch (error) {
-    if (!(error instanceof ApiError)) throw error;
-    request.bearerError = error;
-  }
-}
-
-export async function rejectRefusedBearerToken(request: FastifyRequest): Promise<void> {
-  if (request.bearerError) throw request.bearerError;
 }

@@ -39,7 +39,7 @@ export async function issueAuthorizationCode(db: Kysely<Schema>, grant: CodeGran
  * Marks the code used and names the session it is exchanged for, in one statement; false when
  * it was used already. Run it in the transaction that creates that session: a concurrent claim
  * then waits for that transaction (PostgreSQL's row lock; SQLite runs one write transaction at a
- * time) and, finding the code used, can revoke the session, which is committed by then.
+ * time) and, finding the code used, can end the session, which is committed by then.
  */
 export async function claimAuthorizationCode(db: Kysely<Schema>, codeHash: string, sessionId: string, now: number): Promise<boolean> {
   const claimed = await claimCode(db, { codeHash, sessionId, now });

@@ -1,9 +1,12 @@
 import type { FastifyInstance } from 'fastify';
+import type { Kysely } from 'kysely';
+import type { Schema } from '../db/schema.ts';
 import { authenticateClient, readCredentials } from './client-auth.ts';
 import { InvalidClient, InvalidRequest } from './errors.ts';
 import { readParams } from './params.ts';
 import { introspectionSchema } from './schemas.ts';
-import { findLiveToken } from './sessions.ts';
+import { ACCESS_TOKEN_TTL_MS, REFRESH_TOKEN_TTL_MS } from './sessions.ts';
+import { hashSecret } from './secrets.ts';
 
 const seconds = (ms: number) => Math.floor(ms / 1000);
 
@@ -33,4 +36,54 @@ export async function introspectionRoute(app: FastifyInstance): Promise<void> {
       iat: seconds(token.issuedAt),
     };
   });
+}
+
+/** A live token as introspection describes it: which session, which of its two tokens, and when. */
+interface TokenInfo {
+  sessionId: string;
+  userId: string;
+  username: string | null;
+  clientId: string;
+  scope: string;
+  kind: 'access_token' | 'refresh_token';
+  issuedAt: number;
+  expiresAt: number;
+}
+
+/**
+ * The session whose current access or refresh token `token` is, if that token has not expired.
+ * Rotated-away, revoked and unknown tokens are all simply not found.
+ */
+async function findLiveToken(db: Kysely<Schema>, token: string, now = Date.now()): Promise<TokenInfo | undefined> {
+  const hash = hashSecret(token);
+  const row = await db
+    .selectFrom('sessions')
+    .leftJoin('users', 'users.user_id', 'sessions.user_id')
+    .select([
+      'sessions.session_id',
+      'sessions.user_id',
+      'users.username',
+      'sessions.client_id',
+      'sessions.scope',
+      'sessions.access_token_hash',
+      'sessions.access_expires_at',
+      'sessions.refresh_expires_at',
+    ])
+    .where((eb) => eb.or([eb('sessions.access_token_hash', '=', hash), eb('sessions.refresh_token_hash', '=', hash)]))
+    .executeTakeFirst();
+  if (!row) return undefined;
+  const kind = row.access_token_hash === hash ? 'access_token' : 'refresh_token';
+  const expiresAt = kind === 'access_token' ? row.access_expires_at : row.refresh_expires_at;
+  if (expiresAt <= now) return undefined;
+  return {
+    sessionId: row.session_id,
+    userId: row.user_id,
+    username: row.username,
+    clientId: row.client_id,
+    scope: row.scope,
+    kind,
+    // Both tokens are issued together and live a fixed time, so their issue time is derived.
+    issuedAt: expiresAt - (kind === 'access_token' ? ACCESS_TOKEN_TTL_MS : REFRESH_TOKEN_TTL_MS),
+    expiresAt,
+  };
 }

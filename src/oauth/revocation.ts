@@ -3,7 +3,7 @@ import { authenticateClient, readCredentials } from './client-auth.ts';
 import { InvalidRequest } from './errors.ts';
 import { readParams } from './params.ts';
 import { revocationSchema } from './schemas.ts';
-import { revokeSessionByToken } from './sessions.ts';
+import { endSessionByToken } from './sessions.ts';
 
 /**
  * POST /v4/revoke (RFC 7009): the client authenticates as at the token endpoint and names one of
@@ -17,7 +17,7 @@ export async function revocationRoute(app: FastifyInstance): Promise<void> {
     const params = readParams(request.body);
     const client = await authenticateClient(app.database.db, readCredentials(request.headers.authorization, params));
     if (!params.token) throw new InvalidRequest('token is required');
-    await revokeSessionByToken(app.database.db, client.clientId, params.token);
+    await endSessionByToken(app.database.db, client.clientId, params.token);
     return reply.code(200).header('cache-control', 'no-store').send();
   });
 }

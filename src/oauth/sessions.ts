@@ -5,6 +5,11 @@ import { reusableQuery } from '../db/reusable-query.ts';
 import type { Schema } from '../db/schema.ts';
 import { hashSecret, newSecret } from './secrets.ts';
 
+// The token family model: a session is one user's grant to one application, holding one access
+// token and one refresh token (stored hashed), issued together and replaced together. Here it is
+// started, rotated, looked up by either token and ended. The endpoints that describe or list
+// sessions (introspection.ts, user-sessions.ts) and the token response (token-endpoint.ts) are not.
+
 export const ACCESS_TOKEN_TTL_MS = 60 * 60 * 1000;
 export const REFRESH_TOKEN_TTL_MS = 30 * 24 * 60 * 60 * 1000;
 
@@ -140,98 +145,65 @@ export async function rotateSession(db: Kysely<Schema>, session: SessionRow, now
   };
 }
 
-/** The session an access token belongs to, as the v4 API authenticates its caller. */
-export interface AccessTokenSession {
-  sessionId: string;
-  userId: string;
-  clientId: string;
-  scope: string;
-  accessExpiresAt: number;
-  lastUsedAt: number | null;
-}
-
+/**
+ * The bearer lookup of the v4 API, one statement: everything the authentication, the rate limit
+ * (user and application) and the scope checks need, plus the last-use time that decides whether
+ * the use is noted.
+ */
 const sessionByAccessTokenHash = reusableQuery((db: Kysely<Schema>, { hash }: { hash: string }) =>
   db.selectFrom('sessions').select(['session_id', 'user_id', 'client_id', 'scope', 'access_expires_at', 'last_used_at']).where('access_token_hash', '=', hash),
 );
 
-/** The session whose current access token `accessToken` is, expired or not (the caller tells which). */
-export async function findSessionByAccessToken(db: Kysely<Schema>, accessToken: string): Promise<AccessTokenSession | undefined> {
+/** A session's scopes as a set, shared by every request of sessions with the same scope string (there are few). */
+const scopeSets = new Map<string, ReadonlySet<string>>();
+const MAX_SCOPE_SETS = 1000;
+
+function scopeSet(scope: string): ReadonlySet<string> {
+  let set = scopeSets.get(scope);
+  if (set === undefined) {
+    if (scopeSets.size >= MAX_SCOPE_SETS) scopeSets.clear();
+    scopeSets.set(scope, (set = new Set(scope.split(' '))));
+  }
+  return set;
+}
+
+/** The caller an access token stands for, as the v4 API authenticates it. */
+export interface AccessTokenCaller {
+  sessionId: string;
+  userId: string;
+  clientId: string;
+  scopes: ReadonlySet<string>;
+  expiresAt: number;
+}
+
+/**
+ * The session whose current access token `accessToken` is, expired or not (the caller tells which),
+ * as the bearerAuth plugin's lookup. Notes the use of an unexpired token (see noteSessionUse),
+ * without waiting for it: the answer does not depend on it, and a failure only leaves the time older.
+ */
+export async function findAccessToken(db: Kysely<Schema>, accessToken: string, now: number, log?: { warn(object: object, message: string): void }): Promise<AccessTokenCaller | undefined> {
   const [row] = await sessionByAccessTokenHash(db, { hash: hashSecret(accessToken) });
-  return (
-    row && {
-      sessionId: row.session_id,
-      userId: row.user_id,
-      clientId: row.client_id,
-      scope: row.scope,
-      accessExpiresAt: row.access_expires_at,
-      lastUsedAt: row.last_used_at,
-    }
-  );
+  if (!row) return undefined;
+  if (row.access_expires_at > now && (row.last_used_at === null || now - row.last_used_at >= LAST_USED_PRECISION_MS)) {
+    noteSessionUse(db, row.session_id, now).catch((err: unknown) => log?.warn({ err }, 'could not note when a session was last used'));
+  }
+  return { sessionId: row.session_id, userId: row.user_id, clientId: row.client_id, scopes: scopeSet(row.scope), expiresAt: row.access_expires_at };
 }
 
 /** "Last used" on the account page is to the minute: a write at most once a minute per session, not one per request. */
 const LAST_USED_PRECISION_MS = 60_000;
 
-/** Notes that the session was used now; undefined (no write) when its time is already this recent. */
-export function noteSessionUse(db: Kysely<Schema>, session: AccessTokenSession, now = Date.now()): Promise<unknown> | undefined {
-  if (session.lastUsedAt !== null && now - session.lastUsedAt < LAST_USED_PRECISION_MS) return undefined;
+/** Notes that the session was used now, unless a concurrent request has just done so. */
+function noteSessionUse(db: Kysely<Schema>, sessionId: string, now: number): Promise<unknown> {
   return db
     .updateTable('sessions')
     .set({ last_used_at: now })
-    .where('session_id', '=', session.sessionId)
+    .where('session_id', '=', sessionId)
     .where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<', now - LAST_USED_PRECISION_MS)]))
     .execute();
 }
 
-/** A live token as introspection describes it: which session, which of its two tokens, and when. */
-export interface TokenInfo {
-  sessionId: string;
-  userId: string;
-  username: string | null;
-  clientId: string;
-  scope: string;
-  kind: 'access_token' | 'refresh_token';
-  issuedAt: number;
-  expiresAt: number;
-}
-
-/**
- * The session whose current access or refresh token `token` is, if that token has not expired.
- * Rotated-away, revoked and unknown tokens are all simply not found.
- */
-export async function findLiveToken(db: Kysely<Schema>, token: string, now = Date.now()): Promise<TokenInfo | undefined> {
-  const hash = hashSecret(token);
-  const row = await db
-    .selectFrom('sessions')
-    .leftJoin('users', 'users.user_id', 'sessions.user_id')
-    .select([
-      'sessions.session_id',
-      'sessions.user_id',
-      'users.username',
-      'sessions.client_id',
-      'sessions.scope',
-      'sessions.access_token_hash',
-      'sessions.access_expires_at',
-      'sessions.refresh_expires_at',
-    ])
-    .where((eb) => eb.or([eb('sessions.access_token_hash', '=', hash), eb('sessions.refresh_token_hash', '=', hash)]))
-    .executeTakeFirst();
-  if (!row) return undefined;
-  const kind = row.access_token_hash === hash ? 'access_token' : 'refresh_token';
-  const expiresAt = kind === 'access_token' ? row.access_expires_at : row.refresh_expires_at;
-  if (expiresAt <= now) return undefined;
-  return {
-    sessionId: row.session_id,
-    userId: row.user_id,
-    username: row.username,
-    clientId: row.client_id,
-    scope: row.scope,
-    kind,
-    // Both tokens are issued together and live a fixed time, so their issue time is derived.
-    issuedAt: expiresAt - (kind === 'access_token' ? ACCESS_TOKEN_TTL_MS : REFRESH_TOKEN_TTL_MS),
-    expiresAt,
-  };
-}
+// Ending a session (every way of ending one is named end…: the session row goes, with both its tokens).
 
 /**
  * Ends the session of `clientId` that `token` belongs to (RFC 7009: a client revokes only its
@@ -240,7 +212,7 @@ export async function findLiveToken(db: Kysely<Schema>, token: string, now = Dat
  * would end the session anyway (reuse detection); here it also means a sign-out racing a
  * refresh still ends the session. Expired tokens end nothing. False when nothing matched.
  */
-export async function revokeSessionByToken(db: Kysely<Schema>, clientId: string, token: string, now = Date.now()): Promise<boolean> {
+export async function endSessionByToken(db: Kysely<Schema>, clientId: string, token: string, now = Date.now()): Promise<boolean> {
   const hash = hashSecret(token);
   const current = await db
     .deleteFrom('sessions')
@@ -269,50 +241,20 @@ export async function findSessionOwner(db: Kysely<Schema>, sessionId: string): P
   return row && { userId: row.user_id, clientId: row.client_id };
 }
 
-export async function revokeSession(db: Kysely<Schema>, sessionId: string): Promise<boolean> {
+/** Ends a session: both its tokens stop working at once. False when there was none. */
+export async function endSession(db: Kysely<Schema>, sessionId: string): Promise<boolean> {
   const result = await db.deleteFrom('sessions').where('session_id', '=', sessionId).executeTakeFirst();
   return result.numDeletedRows > 0n;
 }
 
-/** A session as its user sees it on the account page. */
-export interface UserSession {
-  sessionId: string;
-  clientId: string;
-  applicationName: string;
-  scope: string;
-  createdAt: number;
-  lastUsedAt: number | null;
-}
-
-/** The user's sessions that can still be refreshed, most recently used first. */
-export async function listUserSessions(db: Kysely<Schema>, userId: string, now = Date.now()): Promise<UserSession[]> {
-  const rows = await db
-    .selectFrom('sessions')
-    .innerJoin('applications', 'applications.client_id', 'sessions.client_id')
-    .select(['sessions.session_id', 'sessions.client_id', 'applications.name', 'sessions.scope', 'sessions.created_at', 'sessions.last_used_at'])
-    .where('sessions.user_id', '=', userId)
-    .where('sessions.refresh_expires_at', '>', now)
-    .orderBy('sessions.created_at', 'desc')
-    .orderBy('sessions.session_id')
-    .execute();
-  return rows.map((row) => ({
-    sessionId: row.session_id,
-    clientId: row.client_id,
-    applicationName: row.name,
-    scope: row.scope,
-    createdAt: row.created_at,
-    lastUsedAt: row.last_used_at,
-  }));
-}
-
 /** Ends one session of the user (never another user's); answers its application, or undefined when there was none. */
-export async function endUserSession(db: Kysely<Schema>, userId: string, sessionId: string): Promise<{ clientId: string } | undefined> {
+export async function endSessionOfUser(db: Kysely<Schema>, userId: string, sessionId: string): Promise<{ clientId: string } | undefined> {
   const row = await db.deleteFrom('sessions').where('session_id', '=', sessionId).where('user_id', '=', userId).returning('client_id').executeTakeFirst();
   return row && { clientId: row.client_id };
 }
 
 /** Ends every session of the user; answers how many. */
-export async function endAllUserSessions(db: Kysely<Schema>, userId: string): Promise<number> {
+export async function endAllSessionsOfUser(db: Kysely<Schema>, userId: string): Promise<number> {
   const result = await db.deleteFrom('sessions').where('user_id', '=', userId).executeTakeFirst();
   return Number(result.numDeletedRows);
 }
@@ -337,21 +279,4 @@ export async function endApplicationSessionsBeyond(db: Kysely<Schema>, clientId:
     ended += Number(result.numDeletedRows);
   }
   return ended;
-}
-
-/** The token response: every field of the spec plus RFC 6749's expires_in. */
-export function tokenResponse(tokens: IssuedTokens) {
-  const now = tokens.issuedAt / 1000;
-  return {
-    token_type: 'Bearer',
-    access_token: tokens.accessToken,
-    refresh_token: tokens.refreshToken,
-    access_token_expiration: Math.floor(tokens.accessExpiresAt / 1000),
-    refresh_token_expiration: Math.floor(tokens.refreshExpiresAt / 1000),
-    access_token_expires_in: tokens.accessExpiresAt / 1000 - now,
-    refresh_token_expires_in: tokens.refreshExpiresAt / 1000 - now,
-    expires_in: Math.round((tokens.accessExpiresAt - tokens.issuedAt) / 1000),
-    scope: tokens.scope,
-    now,
-  };
 }

@@ -8,7 +8,7 @@ import { deviceCodeGrant } from './grants/device-code.ts';
 import { refreshTokenGrant } from './grants/refresh-token.ts';
 import { readParams } from './params.ts';
 import { tokenSchema } from './schemas.ts';
-import { tokenResponse, type IssuedTokens } from './sessions.ts';
+import type { IssuedTokens } from './sessions.ts';
 
 type Grant = (context: GrantContext) => Promise<IssuedTokens>;
 
@@ -44,4 +44,21 @@ export async function tokenRoute(app: FastifyInstance): Promise<void> {
       throw error;
     }
   });
+}
+
+/** The token response: every field of the spec plus RFC 6749's expires_in. */
+function tokenResponse(tokens: IssuedTokens) {
+  const now = tokens.issuedAt / 1000;
+  return {
+    token_type: 'Bearer',
+    access_token: tokens.accessToken,
+    refresh_token: tokens.refreshToken,
+    access_token_expiration: Math.floor(tokens.accessExpiresAt / 1000),
+    refresh_token_expiration: Math.floor(tokens.refreshExpiresAt / 1000),
+    access_token_expires_in: tokens.accessExpiresAt / 1000 - now,
+    refresh_token_expires_in: tokens.refreshExpiresAt / 1000 - now,
+    expires_in: Math.round((tokens.accessExpiresAt - tokens.issuedAt) / 1000),
+    scope: tokens.scope,
+    now,
+  };
 }

@@ -37,30 +37,30 @@ export function classRoutes(definition: ClassDefinition) {
       if (forWrite) throw badRequest(`${request.params.id} is not a valid ${definition.id.property} (a UUID)`);
       throw notFound(`No ${noun} ${request.params.id}`);
     };
-    const json = (request: FastifyRequest, row: Row) => store.toJson(row, request.auth!);
+    const json = (request: FastifyRequest, row: Row) => store.toJson(row, request.auth);
 
     api.get(path, {
       preHandler: read,
       schema: { tags, security, operationId: `list${name}s`, summary: `List ${noun} instances`, querystring: listQuerySchema(definition), response: { 200: listSchema(definition), ...answers(400, 401, 403, 429) } },
       handler: async (request) => {
         const { pageSize = MAX_PAGE_SIZE, page = 1, sortDirection = 'ascending', sortedColumn = definition.defaultSort, ...filters } = request.query as Record<string, any>;
-        const { total, rows } = await store.list(request.auth!, { pageSize, page, sortDirection, sortedColumn, filters });
+        const { total, rows } = await store.list(request.auth, { pageSize, page, sortDirection, sortedColumn, filters });
         return { totalResults: total, pageSize, pages: Math.ceil(total / pageSize), page, results: rows.map((row) => json(request, row)) };
       },
     });
 
     const getOne = async (request: IdRequest, id: string) => {
-      const row = await store.get(request.auth!, id);
+      const row = await store.get(request.auth, id);
       if (!row) throw notFound(`No ${noun} ${id}`);
       return json(request, row);
     };
     const replace = async (request: IdRequest, reply: FastifyReply, id: string) => {
-      const { created, row } = await store.replace(request.auth!, id, request.body);
+      const { created, row } = await store.replace(request.auth, id, request.body);
       return reply.code(created ? 201 : 200).send(json(request, row));
     };
-    const patch = async (request: IdRequest, id: string) => json(request, await store.patch(request.auth!, id, request.body));
+    const patch = async (request: IdRequest, id: string) => json(request, await store.patch(request.auth, id, request.body));
     const remove = async (request: IdRequest, reply: FastifyReply, id: string) => {
-      await store.remove(request.auth!, [id]);
+      await store.remove(request.auth, [id]);
       return reply.code(204).send();
     };
 
@@ -77,7 +77,7 @@ export function classRoutes(definition: ClassDefinition) {
         schema: { tags, security, operationId: `save${name}s`, summary: `Create or update ${noun} instances (one object or an array)`, body: postSchema(definition), response: { 200: writeResultSchema(definition), ...answers(400, 401, 403, 404, 429) } },
         handler: async (request) => {
           const items = (Array.isArray(request.body) ? request.body : [request.body]) as Row[];
-          const { created, updated } = await store.save(request.auth!, items);
+          const { created, updated } = await store.save(request.auth, items);
           return { created: created.map((row) => json(request, row)), updated: updated.map((row) => json(request, row)) };
         },
       });
@@ -105,7 +105,7 @@ export function classRoutes(definition: ClassDefinition) {
         schema: { tags, security, operationId: `delete${name}s`, summary: `Delete several ${noun} instances, all or nothing`, body: bulkDeleteSchema(definition), response: { 204: { type: 'null', description: 'All deleted' }, ...answers(400, 401, 403, 404, 429) } },
         handler: async (request, reply) => {
           const ids = (request.body as Row[]).map((item) => item[definition.id.property] as string);
-          await store.remove(request.auth!, ids);
+          await store.remove(request.auth, ids);
           return reply.code(204).send();
         },
       });
@@ -115,7 +115,7 @@ export function classRoutes(definition: ClassDefinition) {
 
     function registerAlias(alias: AliasDefinition): void {
       const schema = { tags, security };
-      const id = (request: FastifyRequest) => alias.id(request.auth!);
+      const id = (request: FastifyRequest) => alias.id(request.auth);
       for (const method of alias.methods) {
         if (method === 'GET') api.get(alias.path, { preHandler: read, schema: { ...schema, operationId: `getCurrent${name}`, summary: `Get your ${noun}`, response: { 200: instance, ...answers(401, 403, 429) } } }, (request) => getOne(request as IdRequest, id(request)));
         if (method === 'PUT') api.put(alias.path, { preHandler: write, schema: { ...schema, operationId: `replaceCurrent${name}`, summary: `Replace your ${noun}`, body: writeSchema(definition, true), response: { 200: instance, ...answers(400, 401, 403, 429) } } }, (request, reply) => replace(request as IdRequest, reply, id(request)));

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql, type Kysely, type SelectQueryBuilder, type Transaction } from 'kysely';
 import type { Database } from '../db/connection.ts';
-import { containsPattern, matchesContainsPattern } from '../db/dialect.ts';
+import { containsPattern, dialectOf, matchesContainsPattern } from '../db/dialect.ts';
 import { isUniqueViolation } from '../db/errors.ts';
 import { lockKeys } from '../db/locks.ts';
 import { reusableQuery } from '../db/reusable-query.ts';
@@ -161,7 +161,7 @@ export class ClassStore {
       for (const [index, name] of names.entries()) {
         const column = this.columnOf(name);
         const value = values[`filter${index}`] as string;
-        if (this.definition.filters?.[name] === 'substring') rows = rows.where(matchesContainsPattern(this.database.kind, column, value));
+        if (this.definition.filters?.[name] === 'substring') rows = rows.where(matchesContainsPattern(dialectOf(this.database.db), column, value));
         else rows = rows.where(column, '=', value);
       }
       return rows;

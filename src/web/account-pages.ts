@@ -15,7 +15,7 @@ import { totpUri } from '../accounts/totp.ts';
 import { listTrustedDevices } from '../accounts/trusted-devices.ts';
 import { isUuid, normalizeUuid } from '../http/uuid.ts';
 import { SCOPES, isScope, scopeList } from '../oauth/scopes.ts';
-import { listUserSessions } from '../oauth/sessions.ts';
+import { listUserSessions } from '../oauth/user-sessions.ts';
 import { field as formField, sendPage, tooManyAttempts, wrongCodeMessage } from './pages.ts';
 import { PASSKEY_NOTICES, passkeyAccountRoutes, passkeySectionView, passkeySignInView } from './passkey-pages.ts';
 import { signInContext } from './sign-in.ts';

@@ -5,6 +5,9 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import Fastify from 'fastify';
+import { bearerAuth, type BearerAuthOptions } from '../../src/http/bearer-auth.ts';
+import { installErrorModel } from '../../src/http/error-handler.ts';
 import { newAccount, newApp, signedInTokens, tokenRequest, tokensThroughPages } from '../helpers/oauth.ts';
 import { freshDatabase, startServer, type Reply, type TestDatabase, type TestServer } from '../helpers/server.ts';
 
@@ -279,5 +282,42 @@ describe('guessed bearer tokens count against the v4 limit of their address', ()
     const { tokens } = await signedInTokens(issuer);
     const real = await limited.request('GET', '/v4/user', from('203.0.113.20', bearer(tokens.access_token)));
     assert.equal(real.status, 200, 'a valid token is counted for its user and application, not the address');
+  });
+});
+
+describe('the bearerAuth plugin', () => {
+  test('refuses to register without a token lookup', async () => {
+    const app = Fastify();
+    app.register(bearerAuth, {} as BearerAuthOptions);
+    await assert.rejects(async () => {
+      await app.ready();
+    }, /lookup option/);
+    await app.close();
+  });
+
+  test('a route reading request.auth without a token answers 401 with the challenge, never a 500', async () => {
+    const app = Fastify();
+    installErrorModel(app);
+    const lookups: string[] = [];
+    await app.register(async (scope) => {
+      await scope.register(bearerAuth, {
+        lookup: async (token: string) => {
+          lookups.push(token);
+          return token === 'good' ? { userId: 'u', clientId: 'c', sessionId: 's', scopes: new Set(['common']), expiresAt: Date.now() + 60_000 } : undefined;
+        },
+      });
+      scope.get('/whoami', async (request) => ({ userId: request.auth.userId }));
+    });
+    const anonymous = await app.inject({ method: 'GET', url: '/whoami' });
+    assert.equal(anonymous.statusCode, 401, anonymous.body);
+    assert.match(String(anonymous.headers['www-authenticate']), /^Bearer realm="v4"/);
+    const good = await app.inject({ method: 'GET', url: '/whoami', headers: { authorization: 'Bearer good' } });
+    assert.equal(good.statusCode, 200, good.body);
+    assert.deepEqual(good.json(), { userId: 'u' });
+    const unknown = await app.inject({ method: 'GET', url: '/whoami', headers: { authorization: 'Bearer guessed' } });
+    assert.equal(unknown.statusCode, 401, unknown.body);
+    assert.match(String(unknown.headers['www-authenticate']), /error="invalid_token"/);
+    assert.deepEqual(lookups, ['good', 'guessed']);
+    await app.close();
   });
 });

@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { freshDatabase, send, type TestDatabase } from '../helpers/server.ts';
@@ -165,5 +165,34 @@ describe('the compiled server with WORKERS=1', { timeout: 120_000 }, () => {
     assert.equal((await send(single.url, 'GET', '/healthz')).status, 200);
     single.child.kill('SIGTERM');
     assert.deepEqual(await single.exited, { code: 0, signal: null });
+  });
+});
+
+describe('the compiled SQLite checkpoint worker (its own bundle, dist/db/wal-checkpoint-worker.js)', { skip: process.env.DATABASE_URL?.startsWith('postgres') && 'SQLite only' }, () => {
+  test('copies the log back into the database file', async () => {
+    // The compiled connection module starts the worker from the file beside it, as the server bundle does.
+    const { openDatabase } = (await import(join(build, 'db/connection.js'))) as typeof import('../../src/db/connection.ts');
+    const { migrateToLatest } = (await import(join(build, 'db/migrate.js'))) as typeof import('../../src/db/migrate.ts');
+    const dir = mkdtempSync(join(ROOT, '.scratch', 'wal-'));
+    const path = join(dir, 'test.db');
+    const sqlite = openDatabase({ kind: 'sqlite', path }, { checkpointWorkerAfterWrites: 1 });
+    try {
+      await migrateToLatest(sqlite.db);
+      const sizeBefore = statSync(path).size;
+      // ~300 pages, fewer than SQLite's own automatic checkpoint waits for: only the worker copies them.
+      for (let batch = 0; batch < 6; batch++) {
+        await sqlite.db.transaction().execute(async (trx) => {
+          for (let i = 0; i < 50; i++) await trx.insertInto('content_versions').values({ name: `${batch}-${i}-${'x'.repeat(3000)}`, version: i }).execute();
+        });
+      }
+      const deadline = Date.now() + 5000;
+      while (statSync(path).size <= sizeBefore + 800_000) {
+        if (Date.now() > deadline) assert.fail('the worker did not copy the log into the database file within 5 s');
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    } finally {
+      await sqlite.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

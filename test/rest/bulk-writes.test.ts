@@ -7,7 +7,8 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
-import { readBearerToken } from '../../src/http/bearer-auth.ts';
+import { bearerAuth } from '../../src/http/bearer-auth.ts';
+import { findAccessToken } from '../../src/oauth/sessions.ts';
 import type { ClassDefinition } from '../../src/rest/definition.ts';
 import { textProperty, uuidProperty } from '../../src/rest/properties.ts';
 import { registerClasses } from '../../src/rest/routes.ts';
@@ -47,8 +48,8 @@ async function serve(app: FastifyInstance): Promise<void> {
   await createNotesTable(app.database.db);
   await app.register(
     async (api) => {
-      api.decorateRequest('auth', undefined);
-      api.addHook('onRequest', readBearerToken);
+      const { db } = app.database;
+      await api.register(bearerAuth, { lookup: (token, now) => findAccessToken(db, token, now) });
       api.addHook('preHandler', async (request) => {
         if (request.method === 'POST') progress.postsInHandler++;
       });

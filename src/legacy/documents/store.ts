@@ -1,6 +1,8 @@
-import { PostgresAdapter, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
+import { dialectOf } from '../../db/dialect.ts';
 import type { DocumentsTable, Schema } from '../../db/schema.ts';
 import { reusableQuery } from '../../db/reusable-query.ts';
+import { batchPerTurn } from './per-turn-batch.ts';
 
 /** Everything of a document but its content. */
 export type DocumentRow = Pick<DocumentsTable, 'document_id' | 'user_id' | 'name' | 'description' | 'revision' | 'download_count' | 'last_updated'>;
@@ -62,43 +64,21 @@ export async function listDocuments(db: Kysely<Schema>, options: ListOptions): P
 /**
  * A download: counts it and answers the name and content. Downloads of one document that arrive
  * in the same turn of the event loop are counted together by one statement (+N, answering the
- * row), so concurrent downloads each still add exactly one, every answer is sent after its count
- * is stored, and a burst costs one write instead of one per request (the write was the largest
- * cost of a download). Undefined when the document does not exist.
+ * row; see batchPerTurn), so concurrent downloads each still add exactly one, every answer is sent
+ * after its count is stored, and a burst costs one write instead of one per request (the write was
+ * the largest cost of a download). Undefined when the document does not exist.
  */
 export function downloadDocument(db: Kysely<Schema>, documentId: string): Promise<{ name: string; content: string } | undefined> {
-  let pending = pendingDownloads.get(db);
-  if (!pending) pendingDownloads.set(db, (pending = new Map()));
-  let batch = pending.get(documentId);
-  if (!batch) {
-    const created: DownloadBatch = { count: 0, waiters: [] };
-    batch = created;
-    pending.set(documentId, created);
-    const batches = pending;
-    setImmediate(() => {
-      batches.delete(documentId);
-      countDownloads(db, { documentId, count: created.count }).then(
-        ([row]) => {
-          for (const waiter of created.waiters) waiter.resolve(row);
-        },
-        (error: unknown) => {
-          for (const waiter of created.waiters) waiter.reject(error);
-        },
-      );
-    });
+  let download = downloads.get(db);
+  if (!download) {
+    download = batchPerTurn(async (id: string, count: number) => (await countDownloads(db, { documentId: id, count }))[0]);
+    downloads.set(db, download);
   }
-  batch.count++;
-  const { waiters } = batch;
-  return new Promise((resolve, reject) => waiters.push({ resolve, reject }));
+  return download(documentId);
 }
 
-interface DownloadBatch {
-  count: number;
-  waiters: Array<{ resolve: (row: { name: string; content: string } | undefined) => void; reject: (error: unknown) => void }>;
-}
-
-/** Downloads waiting for their count, per database (tests run several apps in one process) and document. */
-const pendingDownloads = new WeakMap<Kysely<Schema>, Map<string, DownloadBatch>>();
+/** The batched download of each database (tests run several apps in one process). */
+const downloads = new WeakMap<Kysely<Schema>, (documentId: string) => Promise<{ name: string; content: string } | undefined>>();
 
 const countDownloads = reusableQuery((db: Kysely<Schema>, { documentId, count }: { documentId: string; count: number }) =>
   db
@@ -172,7 +152,7 @@ export async function saveDocuments(db: Kysely<Schema>, userId: string, document
 export async function deleteDocuments(db: Kysely<Schema>, userId: string, documentIds: readonly string[]): Promise<void> {
   if (documentIds.length === 0) return;
   await db.transaction().execute(async (trx) => {
-    if (trx.getExecutor().adapter instanceof PostgresAdapter) {
+    if (dialectOf(trx) === 'postgres') {
       // Lock the rows in id order first, as saveDocuments writes them, so overlapping requests cannot deadlock.
       await trx.selectFrom('documents').select('document_id').where('document_id', 'in', documentIds).orderBy('document_id').forUpdate().execute();
     }

@@ -6,7 +6,7 @@ import { claimAuthorizationCode, findAuthorizationCode, sessionOfUsedCode } from
 import { InvalidGrant } from '../errors.ts';
 import { verifierMatches } from '../pkce.ts';
 import { hashSecret } from '../secrets.ts';
-import { createSession, revokeSession, type IssuedTokens } from '../sessions.ts';
+import { createSession, endSession, type IssuedTokens } from '../sessions.ts';
 import { required, type GrantContext } from './context.ts';
 
 /** grant_type=authorization_code: a single-use code, bound to client, redirect URI and PKCE challenge. */
@@ -23,20 +23,20 @@ export async function authorizationCodeGrant({ db, params, client, now, origin }
   if (params.device_id !== undefined && code.device_id !== null && params.device_id !== code.device_id) {
     throw new InvalidGrant('device_id differs from the one of the authorization request');
   }
-  // The session id is written with the claim, so whoever finds the code used can revoke it.
+  // The session id is written with the claim, so whoever finds the code used can end it.
   const sessionId = randomUUID();
   const tokens = await db.transaction().execute(async (trx) => {
     if (!(await claimAuthorizationCode(trx, codeHash, sessionId, now))) return undefined;
     return createSession(trx, { sessionId, userId: code.user_id, clientId: client.clientId, scope: code.scope }, now);
   });
   // Lost a race with another exchange of the same code: a replay like any other. The winner's
-  // transaction has committed by now (our claim waited for it), so its session can be revoked.
+  // transaction has committed by now (our claim waited for it), so its session can be ended.
   return tokens ?? replayed(db, origin, code, await sessionOfUsedCode(db, codeHash));
 }
 
 /** A used code presented again: the session it was exchanged for is revoked (RFC 9700 §4.2.4). */
 async function replayed(db: Kysely<Schema>, origin: EventOrigin | undefined, code: AuthorizationCodesTable, sessionId: string | null | undefined): Promise<never> {
   await recordSecurityEvent(db, origin, { kind: 'authorization_code_replayed', userId: code.user_id, clientId: code.client_id, details: { session_id: sessionId ?? null, session_revoked: Boolean(sessionId) } });
-  if (sessionId) await revokeSession(db, sessionId);
+  if (sessionId) await endSession(db, sessionId);
   throw new InvalidGrant('This authorization code was already used; the tokens issued for it are revoked');
 }

@@ -1,7 +1,7 @@
 import { recordSecurityEvent } from '../../accounts/security-events.ts';
 import { InvalidGrant, InvalidScope } from '../errors.ts';
 import { parseScopes } from '../scopes.ts';
-import { findRotatedSession, findSessionByRefreshToken, findSessionOwner, revokeSession, rotateSession, type IssuedTokens } from '../sessions.ts';
+import { findRotatedSession, findSessionByRefreshToken, findSessionOwner, endSession, rotateSession, type IssuedTokens } from '../sessions.ts';
 import { required, type GrantContext } from './context.ts';
 
 /**
@@ -16,7 +16,7 @@ export async function refreshTokenGrant({ db, params, client, now, origin }: Gra
     if (reusedFrom) {
       const owner = await findSessionOwner(db, reusedFrom);
       await recordSecurityEvent(db, origin, { kind: 'refresh_token_reused', userId: owner?.userId, clientId: owner?.clientId, details: { session_id: reusedFrom, session_revoked: true } });
-      await revokeSession(db, reusedFrom);
+      await endSession(db, reusedFrom);
       throw new InvalidGrant('This refresh token was already used; the session is revoked');
     }
     throw new InvalidGrant('Unknown or revoked refresh token');
@@ -30,7 +30,7 @@ export async function refreshTokenGrant({ db, params, client, now, origin }: Gra
   const tokens = await rotateSession(db, session, now);
   if (!tokens) {
     await recordSecurityEvent(db, origin, { kind: 'refresh_token_reused', userId: session.userId, clientId: session.clientId, details: { session_id: session.sessionId, session_revoked: true } });
-    await revokeSession(db, session.sessionId);
+    await endSession(db, session.sessionId);
     throw new InvalidGrant('This refresh token was already used; the session is revoked');
   }
   return tokens;
