@@ -278,6 +278,7 @@ export class ClassStore {
   async patch(caller: Caller, id: string, body: Row): Promise<Row> {
     this.checkBodyId(id, body);
     return this.transaction(async (db) => {
+      await this.lockIds(db, [normalizeUuid(id)]);
       if (!(await this.existing(db, caller, normalizeUuid(id)))) throw this.notFound([id]);
       return this.update(db, caller, normalizeUuid(id), body, 'merge');
     });
@@ -287,6 +288,8 @@ export class ClassStore {
   async remove(caller: Caller, ids: string[]): Promise<void> {
     const wanted = [...new Set(ids.map(normalizeUuid))];
     await this.transaction(async (db) => {
+      // The same locks as the writes: a PUT or PATCH that found the instance updates it before it goes.
+      await this.lockIds(db, wanted);
       const found = await this.existingIds(db, caller, wanted);
       const missing = wanted.filter((id) => found.get(id) !== true);
       if (missing.length > 0) throw this.notFound(missing);
@@ -348,7 +351,8 @@ export class ClassStore {
 
   private async create(db: Kysely<any>, caller: Caller, id: string, body: Row): Promise<Row> {
     const [row] = await this.insertRows(db, [this.newRow(caller, id, body)]);
-    return row!;
+    if (!row) throw new Error(`${this.definition.name}: the INSERT of ${id} answered no row`);
+    return row;
   }
 
   /** The columns of a new instance: written values, defaults, owner, timestamps and revision. */
@@ -379,7 +383,11 @@ export class ClassStore {
       if (rows.length > INSERT_CHUNK) await yieldToEventLoop();
       const chunk = rows.slice(from, from + insertSize(rows.length - from));
       const answered = new Map((await this.write(() => this.insertChunk(db, chunk))).map((row) => [row[this.idColumn], row]));
-      for (const row of chunk) stored.push(answered.get(row[this.idColumn])!);
+      for (const row of chunk) {
+        const inserted = answered.get(row[this.idColumn]);
+        if (!inserted) throw new Error(`${this.definition.name}: the INSERT of ${String(row[this.idColumn])} answered no row`);
+        stored.push(inserted);
+      }
       from += chunk.length;
     }
     return stored;
@@ -420,9 +428,15 @@ export class ClassStore {
     const { timestamps, revision } = this.definition;
     if (timestamps?.updated) values[timestamps.updated] = Date.now();
     if (revision) values[revision] = sql`${sql.ref(revision)} + 1`;
-    if (Object.keys(values).length === 0) return (await this.get(caller, id, db))!;
+    // No row: gone since it was looked up (a DELETE that does not take the id's lock, another process). To the caller, 404.
+    if (Object.keys(values).length === 0) {
+      const row = await this.get(caller, id, db);
+      if (!row) throw this.notFound([id]);
+      return row;
+    }
     const [row] = await this.write(() => db.updateTable(this.definition.table).set(values).where(this.idColumn, '=', id).returning(this.columns).execute());
-    return row!;
+    if (!row) throw this.notFound([id]);
+    return row;
   }
 
   private async write<T>(run: () => Promise<T>): Promise<T> {
