@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { sql, type Kysely, type SelectQueryBuilder, type Transaction } from 'kysely';
 import type { Database } from '../db/connection.ts';
 import { containsPattern, matchesContainsPattern } from '../db/dialect.ts';
@@ -6,7 +5,7 @@ import { isUniqueViolation } from '../db/errors.ts';
 import { lockKeys } from '../db/locks.ts';
 import { reusableQuery } from '../db/reusable-query.ts';
 import { ApiError, badRequest, forbidden, notFound } from '../http/errors.ts';
-import { isUuid, normalizeUuid } from '../http/uuid.ts';
+import { isUuid, normalizeUuid, uuidv7 } from '../http/uuid.ts';
 import type { Caller, ClassDefinition, FilterCaller, PropertyDefinition, Row } from './definition.ts';
 
 export interface ListQuery {
@@ -361,7 +360,7 @@ export class ClassStore {
       throw id ? this.notFound([id]) : new ApiError(405, `${this.definition.name} instances cannot be created through the API`);
     }
     const where = index === undefined ? '' : ` (item ${index})`;
-    const values: Row = { [this.idColumn]: id ?? randomUUID(), ...this.writtenColumns(caller, body, 'merge') };
+    const values: Row = { [this.idColumn]: id ?? uuidv7(), ...this.writtenColumns(caller, body, 'merge') };
     for (const [name, property] of Object.entries(this.definition.properties)) {
       if (!property.writable || property.column in values) continue;
       if (property.default) values[property.column] = property.default(caller);
