@@ -1,5 +1,6 @@
 import { PostgresAdapter, sql, type Kysely, type RawBuilder, type SqlBool } from 'kysely';
 import type { DatabaseKind } from './connection.ts';
+import type { Schema } from './schema.ts';
 
 /**
  * `column` contains `text`, ignoring case; the client's % and _ match themselves. PostgreSQL's
@@ -25,6 +26,6 @@ export function matchesContainsPattern(kind: DatabaseKind, column: string, patte
  * that a write and the record of it can be one statement: one round trip instead of a transaction's
  * four. A caller offers both forms and asks this which to use.
  */
-export function writesInWith(db: Kysely<any>): boolean {
+export function writesInWith(db: Kysely<Schema>): boolean {
   return db.getExecutor().adapter instanceof PostgresAdapter;
 }

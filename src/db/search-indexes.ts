@@ -1,5 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import type { DatabaseKind } from './connection.ts';
+import type { Schema } from './schema.ts';
 
 /**
  * Substring search indexes that a database may not be able to have. On PostgreSQL a trigram
@@ -8,7 +9,7 @@ import type { DatabaseKind } from './connection.ts';
  * SQLite keeps the per-owner indexes of the migrations: a user's projects are filtered by a
  * scan of that user's rows only.
  */
-export async function ensureSearchIndexes(db: Kysely<any>, kind: DatabaseKind, warn: (message: string) => void): Promise<void> {
+export async function ensureSearchIndexes(db: Kysely<Schema>, kind: DatabaseKind, warn: (message: string) => void): Promise<void> {
   if (kind !== 'postgres') return;
   try {
     const { rows } = await sql<{ schema: string }>`select extnamespace::regnamespace::text as schema from pg_extension where extname = 'pg_trgm'`.execute(db);
