@@ -1,12 +1,12 @@
-import { sql, type Kysely, type SelectQueryBuilder, type Transaction } from 'kysely';
+import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../db/connection.ts';
-import { containsPattern, matchesContainsPattern } from '../db/dialect.ts';
+import { containsPattern } from '../db/dialect.ts';
 import { isUniqueViolation } from '../db/errors.ts';
 import { lockKeys } from '../db/locks.ts';
-import { reusableQuery } from '../db/reusable-query.ts';
 import type { Schema } from '../db/schema.ts';
 import { ApiError, badRequest, forbidden, notFound } from '../http/errors.ts';
 import { isUuid, normalizeUuid, uuidv7 } from '../http/uuid.ts';
+import { classQueries, onClassTable, type ClassQueries, type ListForm, type Params, type Value } from './class-queries.ts';
 import type { Caller, ClassDefinition, FilterCaller, Row } from './definition.ts';
 import { rowMapper, selectedColumns, type RowMapper } from './row-mapper.ts';
 
@@ -17,31 +17,6 @@ export interface ListQuery {
   sortedColumn: string;
   filters: Record<string, string>;
 }
-
-type Value = string | number | bigint | boolean | null;
-type Params = Record<string, Value | readonly Value[]>;
-
-/**
- * A class's table, seen as rows of columns the engine learns from the class definition: a class
- * may live on a table the schema does not declare (a test's own). The one place the engine leaves
- * the schema's types; everything it is handed and hands back is typed against the schema.
- */
-type ClassTables = Record<string, Row>;
-const onClassTable = (db: Kysely<Schema>): Kysely<ClassTables> => db as unknown as Kysely<ClassTables>;
-
-/** Which filters a list applies (their names, sorted) and its order: one compiled statement each. */
-interface ListForm {
-  filters: readonly string[];
-  sortColumn: string;
-  direction: 'asc' | 'desc';
-}
-/** The caller's fields among a query's params (see CALLER_PARAMS). */
-const callerOf = (params: Params) => params as unknown as FilterCaller;
-
-const listFormKey = (form: ListForm) => `${form.filters.join(',')}:${form.sortColumn}:${form.direction}`;
-
-/** The caller's fields a row filter may use (FilterCaller), by name; never all used by one filter. */
-const CALLER_PARAMS = ['userId', 'clientId', 'sessionId', 'now'];
 
 /** Rows per INSERT of a bulk create; between two, the event loop serves other requests. */
 export const INSERT_CHUNK = 50;
@@ -80,21 +55,16 @@ function insertSize(remaining: number): number {
 /**
  * The generic operations on one class's table, within what the caller may see and change.
  *
- * The statements of reads and bulk writes are built and compiled once per form (sort, filters,
- * list length) with reusableQuery and afterwards only executed with new values; writes answer
- * their rows with RETURNING instead of reading them again; list pages read their rows as arrays.
+ * The statements of reads and bulk writes are compiled once per form (class-queries.ts) and
+ * afterwards only executed with new values; writes answer their rows with RETURNING instead of
+ * reading them again; list pages read their rows as arrays.
  */
 export class ClassStore {
   private readonly idColumn: string;
   private readonly idProperty: string;
   private readonly columns: string[];
   private readonly mapRow: RowMapper;
-  private readonly pageQuery;
-  private readonly countQuery;
-  private readonly byIdQuery;
-  private readonly existingQuery;
-  private readonly changeableQuery;
-  private readonly insertQuery;
+  private readonly queries: ClassQueries;
 
   constructor(
     private readonly definition: ClassDefinition,
@@ -104,68 +74,7 @@ export class ClassStore {
     this.idProperty = definition.id.property;
     this.columns = selectedColumns(definition);
     this.mapRow = rowMapper(definition);
-    const mayBeUnused = CALLER_PARAMS;
-    const table = definition.table;
-    const { visible, changeable } = definition;
-    const visibleRows = (db: Kysely<Schema>, caller: FilterCaller): SelectQueryBuilder<ClassTables, string, {}> => {
-      const query = onClassTable(db).selectFrom(table);
-      return visible ? query.where((eb) => visible(eb, caller)) : query;
-    };
-    const filtered = (db: Kysely<Schema>, values: Params, filters: readonly string[]) => {
-      let rows = visibleRows(db, callerOf(values));
-      for (const [index, name] of filters.entries()) {
-        const column = this.columnOf(name);
-        const value = values[`filter${index}`] as string;
-        if (definition.filters?.[name] === 'substring') rows = rows.where(matchesContainsPattern(this.database.kind, column, value));
-        else rows = rows.where(column, '=', value);
-      }
-      return rows;
-    };
-    this.pageQuery = reusableQuery(
-      (db, values: Params, form: ListForm) =>
-        filtered(db, values, form.filters)
-          .select(this.columns)
-          .orderBy(form.sortColumn, form.direction)
-          .orderBy(this.idColumn, form.direction)
-          .limit(values.limit as number)
-          .offset(values.offset as number),
-      { mayBeUnused, formKey: listFormKey },
-    );
-    this.countQuery = reusableQuery((db, values: Params, form: ListForm) => filtered(db, values, form.filters).select((eb) => eb.fn.countAll<number>().as('total')), {
-      mayBeUnused,
-      formKey: listFormKey,
-    });
-    this.byIdQuery = reusableQuery((db, values: Params) => visibleRows(db, callerOf(values)).select(this.columns).where(this.idColumn, '=', values.id as string), { mayBeUnused });
-    this.existingQuery = reusableQuery(
-      (db, values: Params) =>
-        onClassTable(db)
-          .selectFrom(table)
-          .select((eb) => [eb.ref(this.idColumn).as('id'), visible ? sql<boolean>`(${visible(eb, callerOf(values))})`.as('visible') : sql<number>`1`.as('visible')])
-          .where(this.idColumn, 'in', values.ids as readonly string[]),
-      { mayBeUnused },
-    );
-    this.changeableQuery = reusableQuery(
-      (db, values: Params) =>
-        onClassTable(db)
-          .selectFrom(table)
-          .select(this.idColumn)
-          .where(this.idColumn, 'in', values.ids as readonly string[])
-          .where((eb) => (changeable ? changeable(eb, callerOf(values)) : sql<boolean>`1 = 1`)),
-      { mayBeUnused },
-    );
-    // Rows of one column list (the form), their values flattened in `values`.
-    this.insertQuery = reusableQuery(
-      (db, params: { values: readonly Value[] }, columns: readonly string[]) => {
-        const rows: Row[] = [];
-        for (let at = 0; at < params.values.length; at += columns.length) {
-          const row: Row = {};
-          for (const [index, column] of columns.entries()) row[column] = params.values[at + index];
-          rows.push(row);
-        }
-        return onClassTable(db).insertInto(table).values(rows).returning(this.columns);
-      },
-      { formKey: (columns) => columns.join(',') },
-    );
+    this.queries = classQueries(definition, database.kind);
   }
 
   private get db(): Kysely<Schema> {
@@ -204,16 +113,16 @@ export class ClassStore {
     }
     const form: ListForm = { filters, sortColumn: this.columnOf(query.sortedColumn), direction: query.sortDirection === 'descending' ? 'desc' : 'asc' };
     const offset = (query.page - 1) * query.pageSize;
-    const rows = await this.pageQuery.arrays(this.database, { ...params, limit: query.pageSize, offset }, form);
+    const rows = await this.queries.page.arrays(this.database, { ...params, limit: query.pageSize, offset }, form);
     // A page that is neither full nor past the end is the last one: it tells the total without a count.
     if (rows.length < query.pageSize && (rows.length > 0 || offset === 0)) return { total: offset + rows.length, rows };
-    const [counted] = await this.countQuery(this.db, params, form);
+    const [counted] = await this.queries.count(this.db, params, form);
     return { total: Number(counted?.total ?? 0), rows };
   }
 
   async get(caller: Caller, id: string, db: Kysely<Schema> = this.db): Promise<Row | undefined> {
     if (!isUuid(id)) return undefined;
-    const [row] = await this.byIdQuery(db, { ...this.callerParams(caller), id: normalizeUuid(id) });
+    const [row] = await this.queries.byId(db, { ...this.callerParams(caller), id: normalizeUuid(id) });
     return row;
   }
 
@@ -276,7 +185,7 @@ export class ClassStore {
     if (ids.length === 0) return found;
     const params = this.callerParams(caller);
     for (const list of idLists(ids)) {
-      for (const row of await this.existingQuery(db, { ...params, ids: list })) found.set(row.id as string, Boolean(row.visible));
+      for (const row of await this.queries.existing(db, { ...params, ids: list })) found.set(row.id as string, Boolean(row.visible));
     }
     return found;
   }
@@ -338,7 +247,7 @@ export class ClassStore {
     if (!this.definition.changeable || ids.length === 0) return;
     const params = this.callerParams(caller);
     const allowed = new Set<unknown>();
-    for (const list of idLists(ids)) for (const row of await this.changeableQuery(db, { ...params, ids: list })) allowed.add(row[this.idColumn]);
+    for (const list of idLists(ids)) for (const row of await this.queries.changeable(db, { ...params, ids: list })) allowed.add(row[this.idColumn]);
     if (ids.some((id) => !allowed.has(id))) throw forbidden(`You may not change this ${this.definition.name.toLowerCase()}`);
   }
 
@@ -412,7 +321,7 @@ export class ClassStore {
     if (!uniform) return onClassTable(db).insertInto(this.definition.table).values(rows).returning(this.columns).execute();
     const values: Value[] = [];
     for (const row of rows) for (const column of columns) values.push(row[column] as Value);
-    return this.insertQuery(db, { values }, columns);
+    return this.queries.insert(db, { values }, columns);
   }
 
   private async update(db: Kysely<Schema>, caller: Caller, id: string, body: Row, mode: 'merge' | 'replace'): Promise<Row> {
