@@ -1,8 +1,8 @@
-import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { LRUCache } from 'lru-cache';
 import type { Schema } from '../db/schema.ts';
 import { countSecurityEvent } from '../http/metrics.ts';
+import { uuidv7 } from '../http/uuid.ts';
 
 /** What a security event says happened. */
 export const SECURITY_EVENT_KINDS = [
@@ -92,7 +92,7 @@ export async function recordSecurityEvent(db: Kysely<Schema>, origin: EventOrigi
   countSecurityEvent(event.kind);
   if (!notARepeat(event, origin?.ip ?? null, now)) return;
   const row = {
-    event_id: randomUUID(),
+    event_id: uuidv7(),
     kind: event.kind,
     user_id: event.userId ?? null,
     client_id: event.clientId ?? null,

@@ -4,13 +4,19 @@ import BetterSqlite3 from 'better-sqlite3';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import type { Schema } from './schema.ts';
-import { SqliteConnectionsDialect, StatementCache, WriteLock, type SqliteConnections } from './sqlite-driver.ts';
+import { selectArrays, SqliteConnectionsDialect, StatementCache, WriteLock, type SqliteConnections } from './sqlite-driver.ts';
 import { startWalCheckpointer, type WalCheckpointer } from './wal-checkpointer.ts';
 
 export type DatabaseTarget = { kind: 'sqlite'; path: string } | { kind: 'postgres'; url: string };
 
 export interface Database {
   db: Kysely<Schema>;
+  /**
+   * Runs a SELECT outside any transaction and answers its rows as arrays of column values, in
+   * the order of its select list (better-sqlite3's raw mode on the read connection; pg's
+   * rowMode 'array'): a long page then builds no object per row.
+   */
+  selectArrays(sql: string, parameters: readonly unknown[]): Promise<unknown[][]>;
   /** Resolves when the database answers a trivial query. */
   ping(): Promise<void>;
   /** Connections of the pool by state (SQLite: its writer, busy while a transaction is open, and its reader). */
@@ -48,6 +54,7 @@ export function openDatabase(target: DatabaseTarget, options: OpenOptions = {}):
     if (checkpoints) connections.afterWrite = () => checkpoints.noteWrite();
     return {
       db,
+      selectArrays: async (text, parameters) => selectArrays(connections.reader, text, parameters),
       ping: () => ping(db),
       poolStats: () => {
         if (!connection.open) return { total: 0, idle: 0, waiting: 0 };
@@ -76,6 +83,10 @@ export function openDatabase(target: DatabaseTarget, options: OpenOptions = {}):
   const db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool }) });
   return {
     db,
+    async selectArrays(text, parameters) {
+      const result = await pool.query<unknown[]>({ text, values: [...parameters], rowMode: 'array' });
+      return result.rows;
+    },
     ping: () => ping(db),
     poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     async backup() {

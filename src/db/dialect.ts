@@ -1,4 +1,5 @@
 import { PostgresAdapter, sql, type Kysely, type RawBuilder, type SqlBool } from 'kysely';
+import type { Schema } from './schema.ts';
 
 /** The SQL dialect a connection speaks. */
 export type Dialect = 'sqlite' | 'postgres';
@@ -7,7 +8,7 @@ export type Dialect = 'sqlite' | 'postgres';
  * Which dialect `db` (a Kysely instance or a transaction of one) speaks: the one way the code asks,
  * so that dialect differences stay in src/db and read the same everywhere.
  */
-export function dialectOf(db: Kysely<any>): Dialect {
+export function dialectOf(db: Kysely<Schema>): Dialect {
   return db.getExecutor().adapter instanceof PostgresAdapter ? 'postgres' : 'sqlite';
 }
 
@@ -35,6 +36,6 @@ export function matchesContainsPattern(dialect: Dialect, column: string, pattern
  * that a write and the record of it can be one statement: one round trip instead of a transaction's
  * four. A caller offers both forms and asks this which to use.
  */
-export function writesInWith(db: Kysely<any>): boolean {
+export function writesInWith(db: Kysely<Schema>): boolean {
   return dialectOf(db) === 'postgres';
 }

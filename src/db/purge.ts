@@ -1,6 +1,7 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Kysely } from 'kysely';
 import { dialectOf } from './dialect.ts';
+import type { Schema } from './schema.ts';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
@@ -53,19 +54,21 @@ export type PurgeCounts = Record<string, number>;
  * purge has locked (SKIP LOCKED), and deleting a deleted row is a no-op anyway.
  */
 export async function purgeExpired(
-  db: Kysely<any>,
+  db: Kysely<Schema>,
   now: number,
   { batchSize = 1000, maxBatches = 100 }: PurgeLimits = {},
   shouldStop: () => boolean = () => false,
   tables: readonly ExpiringRows[] = EXPIRING_ROWS,
 ): Promise<PurgeCounts> {
   const postgres = dialectOf(db) === 'postgres';
+  // Tables and columns come from the list above (or a test's), not from the schema's types.
+  const anyTable = db as unknown as Kysely<Record<string, Record<string, unknown>>>;
   const counts: PurgeCounts = {};
   for (const { table, key, column, keepMs = 0 } of tables) {
     counts[table] = 0;
     for (let batch = 0; batch < maxBatches && !shouldStop(); batch++) {
-      const expired = db.selectFrom(table).select(key).where(column, '<', now - keepMs).limit(batchSize);
-      const result = await db
+      const expired = anyTable.selectFrom(table).select(key).where(column, '<', now - keepMs).limit(batchSize);
+      const result = await anyTable
         .deleteFrom(table)
         .where(key, 'in', postgres ? expired.forUpdate().skipLocked() : expired)
         .executeTakeFirst();
@@ -96,7 +99,7 @@ export class Purger {
   private readonly intervalMs: number;
 
   constructor(
-    private readonly db: Kysely<any>,
+    private readonly db: Kysely<Schema>,
     private readonly log: Logger,
     private readonly options: PurgerOptions = {},
   ) {

@@ -1,5 +1,7 @@
 import { createQueryId, type Compilable, type CompiledQuery, type Kysely } from 'kysely';
+import type { Database } from './connection.ts';
 import { dialectOf, type Dialect } from './dialect.ts';
+import type { Schema } from './schema.ts';
 
 type Value = string | number | bigint | boolean | null;
 type Params = Record<string, Value | readonly Value[]>;
@@ -13,9 +15,10 @@ interface Template<R> {
 const MARKER = '\u0000param:';
 
 /**
- * A query that is built and compiled once per shape (per dialect and per length of each list
- * parameter) and afterwards only executed with new values. Building and compiling a Kysely query
- * costs more than the point lookup itself on SQLite, so the hottest reads are declared this way.
+ * A query that is built and compiled once per shape (per dialect, per form, and per length of
+ * each list parameter) and afterwards only executed with new values. Building and compiling a
+ * Kysely query costs more than the point lookup itself on SQLite, so the hottest reads are
+ * declared this way.
  *
  * `build` must use its params only as values in the query (never to decide its form, nor
  * transformed; only a list's length may shape it, as the length is part of the shape): it is called with markers in their place, and each marker must reach the
@@ -23,15 +26,23 @@ const MARKER = '\u0000param:';
  * build, so a value that changes between calls (the time, the caller) must be a param.
  * `mayBeUnused` names params that the query may leave out (e.g. a caller's fields that a row
  * filter does not need); a param that is used must still reach the parameters unchanged.
+ *
+ * A query whose form varies (which filters, which sort order) takes the form as a third argument
+ * of `build` and of each call; `formKey` names each form (equal keys, equal forms), so one
+ * reusableQuery keeps the compiled statements of all its forms.
  */
-export function reusableQuery<P extends Params, R>(build: (db: Kysely<any>, params: P) => Compilable<R>, options: { mayBeUnused?: readonly string[] } = {}) {
+export function reusableQuery<P extends Params, R, F = undefined>(
+  build: (db: Kysely<Schema>, params: P, form: F) => Compilable<R>,
+  options: { mayBeUnused?: readonly string[]; formKey?: (form: F) => string } = {},
+) {
   const mayBeUnused = new Set(options.mayBeUnused);
+  const formKey = options.formKey;
   const templates = new Map<Dialect, Map<string, Template<R>>>();
 
-  function template(db: Kysely<any>, params: P): Template<R> {
+  function template(db: Kysely<Schema>, params: P, form: F): Template<R> {
     const dialect = dialectOf(db);
     // The shape, without allocating for the common case of no list parameter.
-    let shape = '';
+    let shape = formKey ? `${formKey(form)}|` : '';
     for (const name in params) {
       const value = params[name];
       shape += Array.isArray(value) ? `${name}[${value.length}],` : `${name},`;
@@ -44,7 +55,7 @@ export function reusableQuery<P extends Params, R>(build: (db: Kysely<any>, para
     const markers = Object.fromEntries(
       Object.entries(params).map(([name, value]) => [name, Array.isArray(value) ? value.map((_, index) => `${MARKER}${name}:${index}`) : `${MARKER}${name}`]),
     ) as unknown as P;
-    const compiled = build(db, markers).compile();
+    const compiled = build(db, markers, form).compile();
     const slots = compiled.parameters.map((value) => {
       if (typeof value !== 'string' || !value.startsWith(MARKER)) return { constant: value };
       const [param, index] = value.slice(MARKER.length).split(':');
@@ -62,15 +73,31 @@ export function reusableQuery<P extends Params, R>(build: (db: Kysely<any>, para
     return found;
   }
 
-  return async function execute(db: Kysely<any>, params: P): Promise<R[]> {
-    const { compiled, slots } = template(db, params);
+  function parametersOf(slots: Template<R>['slots'], params: P): unknown[] {
     const parameters: unknown[] = new Array(slots.length);
     for (let i = 0; i < slots.length; i++) {
       const slot = slots[i]!;
       if ('constant' in slot) parameters[i] = slot.constant;
       else parameters[i] = slot.index === undefined ? params[slot.param] : (params[slot.param] as readonly Value[])[slot.index];
     }
-    const result = await db.executeQuery<R>({ query: compiled.query, sql: compiled.sql, parameters, queryId: createQueryId() });
+    return parameters;
+  }
+
+  async function execute(db: Kysely<Schema>, params: P, ...[form]: F extends undefined ? [form?: F] : [form: F]): Promise<R[]> {
+    const { compiled, slots } = template(db, params, form as F);
+    const result = await db.executeQuery<R>({ query: compiled.query, sql: compiled.sql, parameters: parametersOf(slots, params), queryId: createQueryId() });
     return result.rows;
+  }
+
+  /**
+   * The rows of a SELECT as arrays of column values, in the order of its select list, outside any
+   * transaction: no object per row, which on a long page costs more than the query (see
+   * Database.selectArrays).
+   */
+  execute.arrays = async function arrays(database: Database, params: P, ...[form]: F extends undefined ? [form?: F] : [form: F]): Promise<unknown[][]> {
+    const { compiled, slots } = template(database.db, params, form as F);
+    return database.selectArrays(compiled.sql, parametersOf(slots, params));
   };
+
+  return execute;
 }

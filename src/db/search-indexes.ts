@@ -1,5 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import { dialectOf } from './dialect.ts';
+import type { Schema } from './schema.ts';
 
 /**
  * Substring search indexes that a database may not be able to have. On PostgreSQL a trigram
@@ -8,7 +9,7 @@ import { dialectOf } from './dialect.ts';
  * SQLite keeps the per-owner indexes of the migrations: a user's projects are filtered by a
  * scan of that user's rows only.
  */
-export async function ensureSearchIndexes(db: Kysely<any>, warn: (message: string) => void): Promise<void> {
+export async function ensureSearchIndexes(db: Kysely<Schema>, warn: (message: string) => void): Promise<void> {
   if (dialectOf(db) !== 'postgres') return;
   try {
     const { rows } = await sql<{ schema: string }>`select extnamespace::regnamespace::text as schema from pg_extension where extname = 'pg_trgm'`.execute(db);

@@ -83,6 +83,18 @@ function run(statements: StatementCache, { sql, parameters }: CompiledQuery): Qu
   return { numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid), rows: [] };
 }
 
+/** A SELECT's rows as arrays of column values (raw mode), in the order of its select list. */
+export function selectArrays(statements: StatementCache, sql: string, parameters: readonly unknown[]): unknown[][] {
+  const statement = statements.prepare(sql);
+  // The cached statement is shared with the object-row reads of the same text: raw only for this call.
+  statement.raw(true);
+  try {
+    return statement.all(parameters as unknown[]) as unknown[][];
+  } finally {
+    statement.raw(false);
+  }
+}
+
 class Connection implements DatabaseConnection {
   inTransaction = false;
 

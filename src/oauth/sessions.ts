@@ -1,8 +1,8 @@
-import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { writesInWith } from '../db/dialect.ts';
 import { reusableQuery } from '../db/reusable-query.ts';
 import type { Schema } from '../db/schema.ts';
+import { uuidv7 } from '../http/uuid.ts';
 import { hashSecret, newSecret } from './secrets.ts';
 
 // The token family model: a session is one user's grant to one application, holding one access
@@ -54,7 +54,7 @@ export async function createSession(
   grant: { userId: string; clientId: string; scope: string; /** chosen beforehand (a code claim names it) */ sessionId?: string },
   now = Date.now(),
 ): Promise<IssuedTokens> {
-  const sessionId = grant.sessionId ?? randomUUID();
+  const sessionId = grant.sessionId ?? uuidv7();
   const pair = newTokenPair(now);
   await insertSession(db, { session_id: sessionId, user_id: grant.userId, client_id: grant.clientId, scope: grant.scope, created_at: now, last_used_at: now, ...pair.row });
   return { sessionId, ...pair, accessExpiresAt: pair.row.access_expires_at, refreshExpiresAt: pair.row.refresh_expires_at, scope: grant.scope, issuedAt: now };

@@ -45,7 +45,7 @@ export function classRoutes(definition: ClassDefinition) {
       handler: async (request) => {
         const { pageSize = MAX_PAGE_SIZE, page = 1, sortDirection = 'ascending', sortedColumn = definition.defaultSort, ...filters } = request.query as Record<string, any>;
         const { total, rows } = await store.list(request.auth, { pageSize, page, sortDirection, sortedColumn, filters });
-        return { totalResults: total, pageSize, pages: Math.ceil(total / pageSize), page, results: rows.map((row) => json(request, row)) };
+        return { totalResults: total, pageSize, pages: Math.ceil(total / pageSize), page, results: rows.map((values) => store.valuesToJson(values, request.auth)) };
       },
     });
 

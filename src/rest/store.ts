@@ -1,13 +1,14 @@
-import { randomUUID } from 'node:crypto';
-import { sql, type Kysely, type SelectQueryBuilder, type Transaction } from 'kysely';
+import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../db/connection.ts';
-import { containsPattern, dialectOf, matchesContainsPattern } from '../db/dialect.ts';
+import { containsPattern, dialectOf } from '../db/dialect.ts';
 import { isUniqueViolation } from '../db/errors.ts';
 import { lockKeys } from '../db/locks.ts';
-import { reusableQuery } from '../db/reusable-query.ts';
+import type { Schema } from '../db/schema.ts';
 import { ApiError, badRequest, forbidden, notFound } from '../http/errors.ts';
-import { isUuid, normalizeUuid } from '../http/uuid.ts';
-import type { Caller, ClassDefinition, FilterCaller, PropertyDefinition, Row } from './definition.ts';
+import { isUuid, normalizeUuid, uuidv7 } from '../http/uuid.ts';
+import { classQueries, onClassTable, type ClassQueries, type ListForm, type Params, type Value } from './class-queries.ts';
+import type { Caller, ClassDefinition, FilterCaller, Row } from './definition.ts';
+import { rowMapper, selectedColumns, type RowMapper } from './row-mapper.ts';
 
 export interface ListQuery {
   pageSize: number;
@@ -16,13 +17,6 @@ export interface ListQuery {
   sortedColumn: string;
   filters: Record<string, string>;
 }
-
-type Value = string | number | bigint | boolean | null;
-type Params = Record<string, Value | readonly Value[]>;
-type Query = (db: Kysely<any>, params: Params) => Promise<Row[]>;
-
-/** The caller's fields a row filter may use (FilterCaller), by name; never all used by one filter. */
-const CALLER_PARAMS = ['userId', 'clientId', 'sessionId', 'now'];
 
 /** Rows per INSERT of a bulk create; between two, the event loop serves other requests. */
 export const INSERT_CHUNK = 50;
@@ -59,55 +53,18 @@ function insertSize(remaining: number): number {
 }
 
 /**
- * The function turning a row into the instance as JSON (see ClassStore.toJson), generated once per
- * class: a loop assigning property names from a list made each assignment a megamorphic store,
- * the largest cost of mapping a 250-row page after the timestamps. Names and columns enter the
- * code as JSON string literals; conversions and conditions are passed in, never inlined.
- */
-function jsonMapper(definition: ClassDefinition): (row: Row, caller: Caller) => Row {
-  const entries = Object.entries(definition.properties);
-  // In an object literal, "__proto__" would set the prototype instead of a property.
-  if ([definition.id.property, ...Object.keys(definition.properties)].includes('__proto__')) throw new Error(`${definition.name}: no property may be named __proto__`);
-  const key = (text: string) => JSON.stringify(text);
-  const value = (property: PropertyDefinition, index: number) => (property.toJson ? `convert[${index}](row[${key(property.column)}])` : `row[${key(property.column)}]`);
-  const literal = [`${key(definition.id.property)}: row[${key(definition.id.column)}]`];
-  const after: string[] = [];
-  for (const [index, [name, property]] of entries.entries()) {
-    const conditional = property.readScope !== undefined || property.shownWhen !== undefined;
-    if (!conditional && after.length === 0) {
-      literal.push(`${key(name)}: ${value(property, index)}`);
-      continue;
-    }
-    const conditions = [
-      ...(property.readScope !== undefined ? [`caller.scopes.has(readScope[${index}])`] : []),
-      ...(property.shownWhen !== undefined ? [`shownWhen[${index}](row, caller)`] : []),
-    ];
-    const assign = `out[${key(name)}] = ${value(property, index)};`;
-    after.push(conditions.length > 0 ? `if (${conditions.join(' && ')}) ${assign}` : assign);
-  }
-  const code = `return function rowToJson(row, caller) { const out = { ${literal.join(', ')} }; ${after.join(' ')} return out; };`;
-  const make = new Function('convert', 'readScope', 'shownWhen', code);
-  return make(
-    entries.map(([, property]) => property.toJson),
-    entries.map(([, property]) => property.readScope),
-    entries.map(([, property]) => property.shownWhen),
-  );
-}
-
-/**
  * The generic operations on one class's table, within what the caller may see and change.
  *
- * The statements of reads and bulk writes are built and compiled once per form (sort, filters,
- * list length) with reusableQuery and afterwards only executed with new values; writes answer
- * their rows with RETURNING instead of reading them again.
+ * The statements of reads and bulk writes are compiled once per form (class-queries.ts) and
+ * afterwards only executed with new values; writes answer their rows with RETURNING instead of
+ * reading them again; list pages read their rows as arrays.
  */
 export class ClassStore {
   private readonly idColumn: string;
   private readonly idProperty: string;
   private readonly columns: string[];
-  /** The instance as JSON: column values converted, hidden properties left out. */
-  readonly toJson: (row: Row, caller: Caller) => Row;
-  private readonly queries = new Map<string, Query>();
+  private readonly mapRow: RowMapper;
+  private readonly queries: ClassQueries;
 
   constructor(
     private readonly definition: ClassDefinition,
@@ -115,26 +72,29 @@ export class ClassStore {
   ) {
     this.idColumn = definition.id.column;
     this.idProperty = definition.id.property;
-    this.columns = [this.idColumn, ...Object.values(definition.properties).map((property) => property.column)];
-    this.toJson = jsonMapper(definition);
+    this.columns = selectedColumns(definition);
+    this.mapRow = rowMapper(definition);
+    this.queries = classQueries(definition, dialectOf(database.db));
   }
 
-  private get db(): Kysely<any> {
+  private get db(): Kysely<Schema> {
     return this.database.db;
+  }
+
+  /** A row as read or written (by column) as the instance as JSON: values converted, hidden properties left out. */
+  toJson(row: Row, caller: Caller): Row {
+    const values = new Array<unknown>(this.columns.length);
+    for (let index = 0; index < values.length; index++) values[index] = row[this.columns[index]!];
+    return this.mapRow(values, caller);
+  }
+
+  /** The same for a row of a list page, its column values in the order of the select list. */
+  valuesToJson(values: readonly unknown[], caller: Caller): Row {
+    return this.mapRow(values, caller);
   }
 
   private columnOf(property: string): string {
     return property === this.idProperty ? this.idColumn : this.definition.properties[property]!.column;
-  }
-
-  /** The compiled-once query `key`, made by `build` the first time. */
-  private query(key: string, build: (db: Kysely<any>, params: any) => { compile(): any }): Query {
-    let found = this.queries.get(key);
-    if (!found) {
-      found = reusableQuery(build, { mayBeUnused: CALLER_PARAMS }) as Query;
-      this.queries.set(key, found);
-    }
-    return found;
   }
 
   /** The values a row filter takes from the caller (see FilterCaller). */
@@ -142,54 +102,27 @@ export class ClassStore {
     return { userId: caller.userId, clientId: caller.clientId, sessionId: caller.sessionId, now: Date.now() };
   }
 
-  private visibleRows(db: Kysely<any>, caller: FilterCaller): SelectQueryBuilder<any, any, {}> {
-    const visible = this.definition.visible;
-    const query = db.selectFrom(this.definition.table);
-    return visible ? query.where((eb) => visible(eb, caller)) : query;
-  }
-
-  async list(caller: Caller, query: ListQuery): Promise<{ total: number; rows: Row[] }> {
-    const names = Object.keys(query.filters).sort();
+  /** A page of the instances the caller sees, each row its column values (see valuesToJson). */
+  async list(caller: Caller, query: ListQuery): Promise<{ total: number; rows: unknown[][] }> {
+    const filters = Object.keys(query.filters).sort();
     const params: Params = { ...this.callerParams(caller) };
-    for (const [index, name] of names.entries()) {
+    for (const [index, name] of filters.entries()) {
       const value = query.filters[name]!;
       if (this.definition.filters?.[name] === 'substring') params[`filter${index}`] = containsPattern(value);
       else params[`filter${index}`] = (this.definition.properties[name]?.fromJson ? this.convert(name, value) : value) as Value;
     }
-    const filtered = (db: Kysely<any>, values: Params) => {
-      let rows = this.visibleRows(db, values as unknown as FilterCaller);
-      for (const [index, name] of names.entries()) {
-        const column = this.columnOf(name);
-        const value = values[`filter${index}`] as string;
-        if (this.definition.filters?.[name] === 'substring') rows = rows.where(matchesContainsPattern(dialectOf(this.database.db), column, value));
-        else rows = rows.where(column, '=', value);
-      }
-      return rows;
-    };
-    const form = names.join(',');
-    const count = this.query(`count:${form}`, (db, values) => filtered(db, values).select((eb) => eb.fn.countAll<number>().as('total')));
-    const direction = query.sortDirection === 'descending' ? 'desc' : 'asc';
-    const sortColumn = this.columnOf(query.sortedColumn);
-    const page = this.query(`page:${form}:${sortColumn}:${direction}`, (db, values) =>
-      filtered(db, values)
-        .select(this.columns)
-        .orderBy(sortColumn, direction)
-        .orderBy(this.idColumn, direction)
-        .limit(values.limit)
-        .offset(values.offset),
-    );
+    const form: ListForm = { filters, sortColumn: this.columnOf(query.sortedColumn), direction: query.sortDirection === 'descending' ? 'desc' : 'asc' };
     const offset = (query.page - 1) * query.pageSize;
-    const rows = await page(this.db, { ...params, limit: query.pageSize, offset });
+    const rows = await this.queries.page.arrays(this.database, { ...params, limit: query.pageSize, offset }, form);
     // A page that is neither full nor past the end is the last one: it tells the total without a count.
     if (rows.length < query.pageSize && (rows.length > 0 || offset === 0)) return { total: offset + rows.length, rows };
-    const [counted] = await count(this.db, params);
+    const [counted] = await this.queries.count(this.db, params, form);
     return { total: Number(counted?.total ?? 0), rows };
   }
 
-  async get(caller: Caller, id: string, db: Kysely<any> = this.db): Promise<Row | undefined> {
+  async get(caller: Caller, id: string, db: Kysely<Schema> = this.db): Promise<Row | undefined> {
     if (!isUuid(id)) return undefined;
-    const byId = this.query('get', (kysely, values) => this.visibleRows(kysely, values).select(this.columns).where(this.idColumn, '=', values.id));
-    const [row] = await byId(db, { ...this.callerParams(caller), id: normalizeUuid(id) });
+    const [row] = await this.queries.byId(db, { ...this.callerParams(caller), id: normalizeUuid(id) });
     return row;
   }
 
@@ -238,7 +171,7 @@ export class ClassStore {
    * Writes naming the same ids run one after another, so an id another request is creating is seen
    * as existing once that request commits (an update, or 404 when hidden) instead of failing its insert.
    */
-  private lockIds(db: Transaction<any>, ids: string[]): Promise<void> {
+  private lockIds(db: Transaction<Schema>, ids: string[]): Promise<void> {
     return lockKeys(db, ids.map((id) => `${this.definition.table}:${id}`));
   }
 
@@ -247,19 +180,12 @@ export class ClassStore {
    * primary key, the visibility computed per row (a filter in the WHERE clause could lead the
    * database to scan every row of the caller instead).
    */
-  private async existingIds(db: Kysely<any>, caller: Caller, ids: string[]): Promise<Map<string, boolean>> {
+  private async existingIds(db: Kysely<Schema>, caller: Caller, ids: string[]): Promise<Map<string, boolean>> {
     const found = new Map<string, boolean>();
     if (ids.length === 0) return found;
-    const visible = this.definition.visible;
-    const among = this.query('existing', (kysely, values) =>
-      kysely
-        .selectFrom(this.definition.table)
-        .select((eb) => [eb.ref(this.idColumn).as('id'), visible ? sql<boolean>`(${visible(eb, values)})`.as('visible') : sql<number>`1`.as('visible')])
-        .where(this.idColumn, 'in', values.ids),
-    );
     const params = this.callerParams(caller);
     for (const list of idLists(ids)) {
-      for (const row of await among(db, { ...params, ids: list })) found.set(row.id as string, Boolean(row.visible));
+      for (const row of await this.queries.existing(db, { ...params, ids: list })) found.set(row.id as string, Boolean(row.visible));
     }
     return found;
   }
@@ -278,6 +204,7 @@ export class ClassStore {
   async patch(caller: Caller, id: string, body: Row): Promise<Row> {
     this.checkBodyId(id, body);
     return this.transaction(async (db) => {
+      await this.lockIds(db, [normalizeUuid(id)]);
       if (!(await this.existing(db, caller, normalizeUuid(id)))) throw this.notFound([id]);
       return this.update(db, caller, normalizeUuid(id), body, 'merge');
     });
@@ -287,11 +214,13 @@ export class ClassStore {
   async remove(caller: Caller, ids: string[]): Promise<void> {
     const wanted = [...new Set(ids.map(normalizeUuid))];
     await this.transaction(async (db) => {
+      // The same locks as the writes: a PUT or PATCH that found the instance updates it before it goes.
+      await this.lockIds(db, wanted);
       const found = await this.existingIds(db, caller, wanted);
       const missing = wanted.filter((id) => found.get(id) !== true);
       if (missing.length > 0) throw this.notFound(missing);
       await this.checkChangeable(db, caller, wanted);
-      await db.deleteFrom(this.definition.table).where(this.idColumn, 'in', wanted).execute();
+      await onClassTable(db).deleteFrom(this.definition.table).where(this.idColumn, 'in', wanted).execute();
     });
   }
 
@@ -308,25 +237,17 @@ export class ClassStore {
   }
 
   /** True when the instance exists and the caller sees it; 404 when it exists but is hidden. */
-  private async existing(db: Kysely<any>, caller: Caller, id: string): Promise<boolean> {
+  private async existing(db: Kysely<Schema>, caller: Caller, id: string): Promise<boolean> {
     const visible = (await this.existingIds(db, caller, [id])).get(id);
     if (visible === false) throw this.notFound([id]);
     return visible === true;
   }
 
-  private async checkChangeable(db: Kysely<any>, caller: Caller, ids: string[]): Promise<void> {
-    const changeable = this.definition.changeable;
-    if (!changeable || ids.length === 0) return;
-    const among = this.query('changeable', (kysely, values) =>
-      kysely
-        .selectFrom(this.definition.table)
-        .select(this.idColumn)
-        .where(this.idColumn, 'in', values.ids)
-        .where((eb) => changeable(eb, values)),
-    );
+  private async checkChangeable(db: Kysely<Schema>, caller: Caller, ids: string[]): Promise<void> {
+    if (!this.definition.changeable || ids.length === 0) return;
     const params = this.callerParams(caller);
     const allowed = new Set<unknown>();
-    for (const list of idLists(ids)) for (const row of await among(db, { ...params, ids: list })) allowed.add(row[this.idColumn]);
+    for (const list of idLists(ids)) for (const row of await this.queries.changeable(db, { ...params, ids: list })) allowed.add(row[this.idColumn]);
     if (ids.some((id) => !allowed.has(id))) throw forbidden(`You may not change this ${this.definition.name.toLowerCase()}`);
   }
 
@@ -346,9 +267,10 @@ export class ClassStore {
     return values;
   }
 
-  private async create(db: Kysely<any>, caller: Caller, id: string, body: Row): Promise<Row> {
+  private async create(db: Kysely<Schema>, caller: Caller, id: string, body: Row): Promise<Row> {
     const [row] = await this.insertRows(db, [this.newRow(caller, id, body)]);
-    return row!;
+    if (!row) throw new Error(`${this.definition.name}: the INSERT of ${id} answered no row`);
+    return row;
   }
 
   /** The columns of a new instance: written values, defaults, owner, timestamps and revision. */
@@ -357,7 +279,7 @@ export class ClassStore {
       throw id ? this.notFound([id]) : new ApiError(405, `${this.definition.name} instances cannot be created through the API`);
     }
     const where = index === undefined ? '' : ` (item ${index})`;
-    const values: Row = { [this.idColumn]: id ?? randomUUID(), ...this.writtenColumns(caller, body, 'merge') };
+    const values: Row = { [this.idColumn]: id ?? uuidv7(), ...this.writtenColumns(caller, body, 'merge') };
     for (const [name, property] of Object.entries(this.definition.properties)) {
       if (!property.writable || property.column in values) continue;
       if (property.default) values[property.column] = property.default(caller);
@@ -373,56 +295,56 @@ export class ClassStore {
   }
 
   /** Inserts `rows` and answers them as stored, in order; when they take several INSERTs, the event loop runs before each. */
-  private async insertRows(db: Kysely<any>, rows: Row[]): Promise<Row[]> {
+  private async insertRows(db: Kysely<Schema>, rows: Row[]): Promise<Row[]> {
     const stored: Row[] = [];
     for (let from = 0; from < rows.length; ) {
       if (rows.length > INSERT_CHUNK) await yieldToEventLoop();
       const chunk = rows.slice(from, from + insertSize(rows.length - from));
       const answered = new Map((await this.write(() => this.insertChunk(db, chunk))).map((row) => [row[this.idColumn], row]));
-      for (const row of chunk) stored.push(answered.get(row[this.idColumn])!);
+      for (const row of chunk) {
+        const inserted = answered.get(row[this.idColumn]);
+        if (!inserted) throw new Error(`${this.definition.name}: the INSERT of ${String(row[this.idColumn])} answered no row`);
+        stored.push(inserted);
+      }
       from += chunk.length;
     }
     return stored;
   }
 
   /** One INSERT … RETURNING; compiled once per column list and row count when every row has the same columns. */
-  private insertChunk(db: Kysely<any>, rows: Row[]): Promise<Row[]> {
+  private insertChunk(db: Kysely<Schema>, rows: Row[]): Promise<Row[]> {
     const columns = Object.keys(rows[0]!);
     const uniform = rows.every((row) => {
       const keys = Object.keys(row);
       return keys.length === columns.length && keys.every((key, index) => key === columns[index]);
     });
-    if (!uniform) return db.insertInto(this.definition.table).values(rows).returning(this.columns).execute();
-    const insert = this.query(`insert:${columns.join(',')}`, (kysely, values) => {
-      const list = values.values as unknown[];
-      const built: Row[] = [];
-      for (let at = 0; at < list.length; at += columns.length) {
-        const row: Row = {};
-        for (const [index, column] of columns.entries()) row[column] = list[at + index];
-        built.push(row);
-      }
-      return kysely.insertInto(this.definition.table).values(built).returning(this.columns);
-    });
+    if (!uniform) return onClassTable(db).insertInto(this.definition.table).values(rows).returning(this.columns).execute();
     const values: Value[] = [];
     for (const row of rows) for (const column of columns) values.push(row[column] as Value);
-    return insert(db, { values });
+    return this.queries.insert(db, { values }, columns);
   }
 
-  private async update(db: Kysely<any>, caller: Caller, id: string, body: Row, mode: 'merge' | 'replace'): Promise<Row> {
+  private async update(db: Kysely<Schema>, caller: Caller, id: string, body: Row, mode: 'merge' | 'replace'): Promise<Row> {
     await this.checkChangeable(db, caller, [id]);
     return this.applyUpdate(db, caller, id, body, mode);
   }
 
   /** Applies the update and answers the row as stored. */
-  private async applyUpdate(db: Kysely<any>, caller: Caller, id: string, body: Row, mode: 'merge' | 'replace'): Promise<Row> {
+  private async applyUpdate(db: Kysely<Schema>, caller: Caller, id: string, body: Row, mode: 'merge' | 'replace'): Promise<Row> {
     if (this.definition.operations?.update === false) throw new ApiError(405, `${this.definition.name} instances cannot be changed`);
     const values: Row = this.writtenColumns(caller, body, mode);
     const { timestamps, revision } = this.definition;
     if (timestamps?.updated) values[timestamps.updated] = Date.now();
     if (revision) values[revision] = sql`${sql.ref(revision)} + 1`;
-    if (Object.keys(values).length === 0) return (await this.get(caller, id, db))!;
-    const [row] = await this.write(() => db.updateTable(this.definition.table).set(values).where(this.idColumn, '=', id).returning(this.columns).execute());
-    return row!;
+    // No row: gone since it was looked up (a DELETE that does not take the id's lock, another process). To the caller, 404.
+    if (Object.keys(values).length === 0) {
+      const row = await this.get(caller, id, db);
+      if (!row) throw this.notFound([id]);
+      return row;
+    }
+    const [row] = await this.write(() => onClassTable(db).updateTable(this.definition.table).set(values).where(this.idColumn, '=', id).returning(this.columns).execute());
+    if (!row) throw this.notFound([id]);
+    return row;
   }
 
   private async write<T>(run: () => Promise<T>): Promise<T> {
@@ -434,7 +356,7 @@ export class ClassStore {
     }
   }
 
-  private transaction<T>(work: (db: Transaction<any>) => Promise<T>): Promise<T> {
+  private transaction<T>(work: (db: Transaction<Schema>) => Promise<T>): Promise<T> {
     return this.db.transaction().execute(work);
   }
 }

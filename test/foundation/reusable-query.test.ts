@@ -51,6 +51,40 @@ describe('reusableQuery', () => {
     assert.deepEqual(await usersAmong(db, { among: [extra], notKey: 'none' }), []);
   });
 
+  test('a query of several forms compiles each form apart and answers each with its own values', async () => {
+    type Form = { order: 'asc' | 'desc'; withKey: boolean };
+    const users = reusableQuery(
+      (kysely: Kysely<Schema>, { among, key }: { among: readonly string[]; key: string }, form: Form) => {
+        let query = kysely.selectFrom('users').select(['user_id', 'public_key']).where('user_id', 'in', among);
+        if (form.withKey) query = query.where('public_key', '=', key);
+        return query.orderBy('user_id', form.order);
+      },
+      { formKey: (form) => `${form.order}:${form.withKey}`, mayBeUnused: ['key'] },
+    );
+    for (const form of [{ order: 'asc', withKey: false }, { order: 'desc', withKey: false }, { order: 'asc', withKey: true }, { order: 'desc', withKey: false }] as const) {
+      for (const key of ['key 1', 'key 2']) {
+        let expected = db.selectFrom('users').select(['user_id', 'public_key']).where('user_id', 'in', ids);
+        if (form.withKey) expected = expected.where('public_key', '=', key);
+        assert.deepEqual(await users(db, { among: ids, key }, form), await expected.orderBy('user_id', form.order).execute(), `${form.order} ${form.withKey} ${key}`);
+      }
+    }
+  });
+
+  test('arrays: the same rows as arrays of column values, in the order of the select list', async () => {
+    const objects = await usersAmong(db, { among: ids, notKey: 'key 1' });
+    const arrays = await usersAmong.arrays(server.app.database, { among: ids, notKey: 'key 1' });
+    assert.equal(objects.length, 2);
+    assert.deepEqual(
+      arrays,
+      objects.map((row) => [row.user_id, row.public_key]),
+    );
+    // A bigint column arrives as a number on both databases, as in object rows.
+    const created = reusableQuery((kysely: Kysely<Schema>, { id }: { id: string }) => kysely.selectFrom('users').select(['created_at', 'user_id']).where('user_id', '=', id));
+    const [[createdAt, userId]] = (await created.arrays(server.app.database, { id: ids[0]! })) as [[unknown, unknown]];
+    assert.equal(typeof createdAt, 'number');
+    assert.equal(userId, ids[0]);
+  });
+
   test('a parameter used for anything but its value is refused when the query is first built', async () => {
     const transformed = reusableQuery((kysely: Kysely<Schema>, { id }: { id: string }) => kysely.selectFrom('users').select('user_id').where('user_id', '=', `${id}-suffix`));
     await assert.rejects(transformed(db, { id: ids[0]! }), /a parameter was transformed or dropped/);

@@ -76,6 +76,20 @@ describe('POST /v4/projects creates or updates', () => {
     assert.deepEqual(await getProject(owner, project.projectId), project);
   });
 
+  test('ids the server makes are UUIDv7: time-ordered, in the order of the array, stamped with the time of creation', async () => {
+    const before = Date.now();
+    const created = await createMany(owner, Array.from({ length: 60 }, (_, index) => ({ title: `Ordered ${index}` })));
+    const after = Date.now();
+    for (const project of created) {
+      assert.equal(project.projectId[14], '7', project.projectId);
+      assert.match(project.projectId[19], /[89ab]/);
+      const stamp = parseInt(project.projectId.replace(/-/g, '').slice(0, 12), 16);
+      assert.ok(stamp >= before && stamp <= after + 1, `${stamp} within [${before}, ${after}]`);
+    }
+    const made = ids(created);
+    assert.deepEqual([...made].sort(), made);
+  });
+
   test('a client-supplied id of a new project is honoured, lowercased', async () => {
     const id = randomUUID();
     const { created } = await post(owner, { projectId: id.toUpperCase(), title: 'Given id', description: 'd', gameId: 'ArkSA' });

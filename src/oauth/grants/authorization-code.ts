@@ -1,7 +1,7 @@
-import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { recordSecurityEvent, type EventOrigin } from '../../accounts/security-events.ts';
 import type { AuthorizationCodesTable, Schema } from '../../db/schema.ts';
+import { uuidv7 } from '../../http/uuid.ts';
 import { claimAuthorizationCode, findAuthorizationCode, sessionOfUsedCode } from '../authorization-codes.ts';
 import { InvalidGrant } from '../errors.ts';
 import { verifierMatches } from '../pkce.ts';
@@ -24,7 +24,7 @@ export async function authorizationCodeGrant({ db, params, client, now, origin }
     throw new InvalidGrant('device_id differs from the one of the authorization request');
   }
   // The session id is written with the claim, so whoever finds the code used can end it.
-  const sessionId = randomUUID();
+  const sessionId = uuidv7();
   const tokens = await db.transaction().execute(async (trx) => {
     if (!(await claimAuthorizationCode(trx, codeHash, sessionId, now))) return undefined;
     return createSession(trx, { sessionId, userId: code.user_id, clientId: client.clientId, scope: code.scope }, now);

@@ -1,0 +1,106 @@
+import { sql, type Kysely, type SelectQueryBuilder } from 'kysely';
+import { matchesContainsPattern, type Dialect } from '../db/dialect.ts';
+import { reusableQuery } from '../db/reusable-query.ts';
+import type { Schema } from '../db/schema.ts';
+import type { ClassDefinition, FilterCaller, Row } from './definition.ts';
+import { selectedColumns } from './row-mapper.ts';
+
+export type Value = string | number | bigint | boolean | null;
+export type Params = Record<string, Value | readonly Value[]>;
+
+/**
+ * A class's table, seen as rows of columns the engine learns from the class definition: a class
+ * may live on a table the schema does not declare (a test's own). The one place the engine leaves
+ * the schema's types; everything it is handed and hands back is typed against the schema.
+ */
+type ClassTables = Record<string, Row>;
+export const onClassTable = (db: Kysely<Schema>): Kysely<ClassTables> => db as unknown as Kysely<ClassTables>;
+
+/** Which filters a list applies (their names, sorted) and its order: one compiled statement each. */
+export interface ListForm {
+  filters: readonly string[];
+  sortColumn: string;
+  direction: 'asc' | 'desc';
+}
+const listFormKey = (form: ListForm) => `${form.filters.join(',')}:${form.sortColumn}:${form.direction}`;
+
+/** The caller's fields a row filter may use (FilterCaller), by name; never all used by one filter. */
+const CALLER_PARAMS = ['userId', 'clientId', 'sessionId', 'now'];
+/** The caller's fields among a query's params (see CALLER_PARAMS). */
+const callerOf = (params: Params) => params as unknown as FilterCaller;
+
+export type ClassQueries = ReturnType<typeof classQueries>;
+
+/**
+ * The statements the engine runs on one class's table, each built and compiled once per form
+ * and list length (reusableQuery), then only executed with new values. Params: the caller's
+ * fields (FilterCaller), `filter<n>` per list filter, `limit`/`offset`, `id`, `ids`, `values`.
+ */
+export function classQueries(definition: ClassDefinition, kind: Dialect) {
+  const idColumn = definition.id.column;
+  const columns = selectedColumns(definition);
+  const columnOf = (property: string) => (property === definition.id.property ? idColumn : definition.properties[property]!.column);
+  const mayBeUnused = CALLER_PARAMS;
+  const table = definition.table;
+  const { visible, changeable: changeableRows } = definition;
+  const visibleRows = (db: Kysely<Schema>, caller: FilterCaller): SelectQueryBuilder<ClassTables, string, {}> => {
+    const query = onClassTable(db).selectFrom(table);
+    return visible ? query.where((eb) => visible(eb, caller)) : query;
+  };
+  const filtered = (db: Kysely<Schema>, values: Params, filters: readonly string[]) => {
+    let rows = visibleRows(db, callerOf(values));
+    for (const [index, name] of filters.entries()) {
+      const column = columnOf(name);
+      const value = values[`filter${index}`] as string;
+      if (definition.filters?.[name] === 'substring') rows = rows.where(matchesContainsPattern(kind, column, value));
+      else rows = rows.where(column, '=', value);
+    }
+    return rows;
+  };
+  const page = reusableQuery(
+    (db, values: Params, form: ListForm) =>
+      filtered(db, values, form.filters)
+        .select(columns)
+        .orderBy(form.sortColumn, form.direction)
+        .orderBy(idColumn, form.direction)
+        .limit(values.limit as number)
+        .offset(values.offset as number),
+    { mayBeUnused, formKey: listFormKey },
+  );
+  const count = reusableQuery((db, values: Params, form: ListForm) => filtered(db, values, form.filters).select((eb) => eb.fn.countAll<number>().as('total')), {
+    mayBeUnused,
+    formKey: listFormKey,
+  });
+  const byId = reusableQuery((db, values: Params) => visibleRows(db, callerOf(values)).select(columns).where(idColumn, '=', values.id as string), { mayBeUnused });
+  const existing = reusableQuery(
+    (db, values: Params) =>
+      onClassTable(db)
+        .selectFrom(table)
+        .select((eb) => [eb.ref(idColumn).as('id'), visible ? sql<boolean>`(${visible(eb, callerOf(values))})`.as('visible') : sql<number>`1`.as('visible')])
+        .where(idColumn, 'in', values.ids as readonly string[]),
+    { mayBeUnused },
+  );
+  const changeable = reusableQuery(
+    (db, values: Params) =>
+      onClassTable(db)
+        .selectFrom(table)
+        .select(idColumn)
+        .where(idColumn, 'in', values.ids as readonly string[])
+        .where((eb) => (changeableRows ? changeableRows(eb, callerOf(values)) : sql<boolean>`1 = 1`)),
+    { mayBeUnused },
+  );
+  // Rows of one column list (the form), their values flattened in `values`.
+  const insert = reusableQuery(
+    (db, params: { values: readonly Value[] }, written: readonly string[]) => {
+      const rows: Row[] = [];
+      for (let at = 0; at < params.values.length; at += written.length) {
+        const row: Row = {};
+        for (const [index, column] of written.entries()) row[column] = params.values[at + index];
+        rows.push(row);
+      }
+      return onClassTable(db).insertInto(table).values(rows).returning(columns);
+    },
+    { formKey: (written) => written.join(',') },
+  );
+  return { page, count, byId, existing, changeable, insert };
+}
