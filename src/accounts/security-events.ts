@@ -20,6 +20,9 @@ export const SECURITY_EVENT_KINDS = [
   'device_trust_ended',
   'application_created',
   'application_deleted',
+  'signed_up',
+  'password_reset',
+  'email_changed',
 ] as const;
 
 export type SecurityEventKind = (typeof SECURITY_EVENT_KINDS)[number];

@@ -7,6 +7,7 @@ import * as m005 from './migrations/005_login_security.ts';
 import * as m006 from './migrations/006_expiry_indexes.ts';
 import * as m007 from './migrations/007_security_events.ts';
 import * as m009 from './migrations/009_content_versions.ts';
+import * as m012 from './migrations/012_verification_requests.ts';
 
 const migrations: Record<string, Migration> = {
   '001_users': m001,
@@ -17,6 +18,7 @@ const migrations: Record<string, Migration> = {
   '006_expiry_indexes': m006,
   '007_security_events': m007,
   '009_content_versions': m009,
+  '012_verification_requests': m012,
 };
 
 /** Brings the schema up to date; safe to run on every start and from several instances at once. */

@@ -29,6 +29,8 @@ export const EXPIRING_ROWS: readonly ExpiringRows[] = [
   { table: 'sessions', key: 'session_id', column: 'refresh_expires_at' },
   // A device is trusted for 30 days (DESIGN).
   { table: 'trusted_devices', key: 'device_hash', column: 'created_at', keepMs: 30 * DAY_MS },
+  // One-time codes and links of sign-up, reset and e-mail change.
+  { table: 'verification_requests', key: 'request_id', column: 'expires_at' },
   // Security events are kept for 90 days (DESIGN "Operations").
   { table: 'security_events', key: 'event_id', column: 'created_at', keepMs: 90 * DAY_MS },
 ];

@@ -7,6 +7,7 @@ import { endAllDeviceTrust, endDeviceTrust, listTrustedDevices } from '../accoun
 import { isUuid, normalizeUuid } from '../http/uuid.ts';
 import { SCOPES, isScope, scopeList } from '../oauth/scopes.ts';
 import { endAllUserSessions, endUserSession, listUserSessions } from '../oauth/sessions.ts';
+import { registerEmailChange } from './email-change.ts';
 import { sendPage, tooManyAttempts } from './pages.ts';
 import { checkSignInPassword, checkTwoStepCode } from './sign-in.ts';
 import { completeTwoStep, endOtherWebSessions, endPendingSignIns, endWebSession, readWebSession, setPendingTotpSecret, startWebSession, type WebSession } from './web-sessions.ts';
@@ -29,10 +30,11 @@ const NOTICES: Record<string, string> = {
   'password-changed': 'Your password was changed. Every application and every other browser was signed out, and no device is trusted any more.',
   'two-step-on': 'Two-step verification is on. Signing in now needs a code from your authenticator app.',
   'two-step-off': 'Two-step verification is off.',
+  'email-link-sent': 'We sent a link to the new address. Your e-mail address changes when you open it (within 24 hours).',
 };
 
 /** Errors shown in the section of the form that caused them. */
-type SectionErrors = Partial<Record<'sessions' | 'devices' | 'password' | 'twoStep', string>>;
+type SectionErrors = Partial<Record<'sessions' | 'devices' | 'password' | 'twoStep' | 'email', string>>;
 
 const formatTime = (ms: number) => new Date(ms).toISOString().slice(0, 16).replace('T', ' ') + ' UTC';
 
@@ -71,6 +73,7 @@ export async function accountPages(web: FastifyInstance): Promise<void> {
       'account',
       {
         username: account.username,
+        email: account.email,
         notice: options.notice,
         errors: options.errors ?? {},
         sessions: sessions.map((s) => ({
@@ -89,6 +92,8 @@ export async function accountPages(web: FastifyInstance): Promise<void> {
       options.status ?? 200,
     );
   }
+
+  registerEmailChange(web, { signedIn, showEmailError: (reply, current, message, status) => showAccount(reply, current.session, current.account, { errors: { email: message }, status }) });
 
   const backToAccount = (reply: FastifyReply, done: keyof typeof NOTICES | undefined) =>
     reply.code(303).header('location', done ? `${ACCOUNT}?done=${done}` : ACCOUNT).send();

@@ -10,6 +10,8 @@ import { accountPages } from './account-pages.ts';
 import { homePage } from './home-page.ts';
 import { loginPages } from './login-pages.ts';
 import { sendMessage } from './pages.ts';
+import { registerSelfServiceLimits } from './self-service-support.ts';
+import { selfServicePages } from './self-service-pages.ts';
 import { registerSignInLimits } from './sign-in.ts';
 import { spawnCodeRoutes } from './spawn-codes.ts';
 
@@ -31,6 +33,7 @@ export async function webPages(web: FastifyInstance): Promise<void> {
     hsts: secure,
   });
   registerSignInLimits(web);
+  registerSelfServiceLimits(web);
 
   web.setErrorHandler((error: FastifyError, request, reply) => {
     const apiError = apiErrorForThrown(error, request);
@@ -49,4 +52,5 @@ export async function webPages(web: FastifyInstance): Promise<void> {
   await web.register(loginPages);
   await web.register(devicePages);
   await web.register(accountPages);
+  await web.register(selfServicePages);
 }
