@@ -1,0 +1,110 @@
+import assert from 'node:assert/strict';
+import { FormClient } from './oauth.ts';
+import type { TestServer } from './server.ts';
+
+/** A message as the test reads it: who it went to and its text, with the code and link found in it. */
+export interface ReceivedMail {
+  to: string;
+  text: string;
+  code: string | undefined;
+  /** The /account/verify link, as a path with its query. */
+  link: string | undefined;
+}
+
+export interface Inbox {
+  /** Waits for the next message to `to` not read yet. */
+  next(to: string, timeoutMs?: number): Promise<ReceivedMail>;
+  /** Every message to `to` so far (read or not). */
+  all(to: string): ReceivedMail[];
+}
+
+export function readMail(to: string, text: string): ReceivedMail {
+  const link = /https?:\/\/[^\s"'<>]+(\/account\/verify\?token=[A-Za-z0-9_-]{43})/.exec(text)?.[1];
+  const code = /(?<![0-9A-Za-z])([0-9]{6})(?![0-9A-Za-z])/.exec(text.replace(/https?:\/\/\S+/g, ''))?.[1];
+  return { to: to.toLowerCase(), text, code, link };
+}
+
+/** Polls `list` until it holds more than `seen` messages to `to`. */
+export function pollingInbox(list: () => ReceivedMail[]): Inbox {
+  const seen = new Map<string, number>();
+  return {
+    all: (to) => list().filter((mail) => mail.to === to.toLowerCase()),
+    async next(to, timeoutMs = 10_000) {
+      const key = to.toLowerCase();
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const mine = list().filter((mail) => mail.to === key);
+        const index = seen.get(key) ?? 0;
+        if (mine.length > index) {
+          seen.set(key, index + 1);
+          return mine[index]!;
+        }
+        assert.ok(Date.now() < deadline, `no message to ${to} within ${timeoutMs} ms`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    },
+  };
+}
+
+/** The messages a server without SMTP_URL wrote to its log. */
+export function logInbox(server: TestServer): Inbox {
+  return pollingInbox(() =>
+    server.logs.flatMap((line) => {
+      const mail = (JSON.parse(line) as { mail?: { to: string; text?: string; data?: unknown } }).mail;
+      return mail ? [readMail(mail.to, mail.text ?? JSON.stringify(mail.data))] : [];
+    }),
+  );
+}
+
+let addresses = 0;
+export const newAddress = (label = 'person') => `${label}${process.pid}x${++addresses}${Math.random().toString(36).slice(2, 8)}@example.com`;
+
+/** Masks what differs between two answers by design: CSRF tokens and cookies' values. */
+export const maskTokens = (text: string) => text.replace(/name="_csrf" value="[^"]+"/g, 'name="_csrf" value="…"');
+
+/** The hidden inputs (but the CSRF token) of the form whose action matches, as a browser sends them. */
+export function hiddenFields(html: string, actionPattern: RegExp): Record<string, string> {
+  const form = [...html.matchAll(/<form method="post" action="([^"]+)"[^>]*>([\s\S]*?)<\/form>/g)].find(([, action]) => actionPattern.test(action!));
+  const fields: Record<string, string> = {};
+  for (const [, name, value] of form?.[2]!.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g) ?? []) {
+    if (name !== '_csrf') fields[name!] = value!.replace(/&amp;/g, '&').replace(/&#39;/g, "'").replace(/&quot;/g, '"');
+  }
+  return fields;
+}
+
+/** Submits a form as a browser would: its hidden inputs, and `fields`. */
+export function submitForm(client: FormClient, html: string, fields: Record<string, string>, actionPattern: RegExp) {
+  return client.submitOn(html, { ...hiddenFields(html, actionPattern), ...fields }, actionPattern);
+}
+
+/** Walks the sign-up forms: the address, then (with the mail's code) the code; answers the browser and the mail. */
+export async function startSignUp(server: TestServer, inbox: Inbox, email: string, options: { browser?: FormClient; returnTo?: string } = {}) {
+  const browser = options.browser ?? new OwnIpClient(server);
+  const page = await browser.fetch(`/account/sign-up${options.returnTo ? `?return_to=${encodeURIComponent(options.returnTo)}` : ''}`);
+  assert.equal(page.status, 200, page.text);
+  const sent = await submitForm(browser, page.text, { email }, /^\/account\/sign-up$/);
+  assert.equal(sent.status, 303, sent.text);
+  const mail = await inbox.next(email);
+  return { browser, mail };
+}
+
+/** From a started sign-up, enters the code and then the username and password. */
+export async function finishSignUp(browser: FormClient, code: string, details: { username: string; password: string }) {
+  const entered = await browser.submit('/account/sign-up', { code }, /\/code$/);
+  assert.equal(entered.status, 303, entered.text);
+  return browser.submit('/account/sign-up', details, /\/details$/);
+}
+
+export const STRONG_PASSWORD = 'violet-harbor-quietly-57-lanterns';
+
+let ips = 0;
+/**
+ * A FormClient coming from its own address (X-Forwarded-For; the server runs with TRUST_PROXY=true),
+ * so the per-IP limit of code requests (20 an hour) is each test's own.
+ */
+export class OwnIpClient extends FormClient {
+  readonly ip = `198.51.100.${(++ips % 250) + 1}`;
+  override fetch(pathOrUrl: string, init: Parameters<FormClient['fetch']>[1] = {}) {
+    return super.fetch(pathOrUrl, { ...init, headers: { 'x-forwarded-for': this.ip, ...init.headers } });
+  }
+}
