@@ -14,8 +14,6 @@ export interface ReceivedMail {
 export interface Inbox {
   /** Waits for the next message to `to` not read yet. */
   next(to: string, timeoutMs?: number): Promise<ReceivedMail>;
-  /** Every message to `to` so far (read or not). */
-  all(to: string): ReceivedMail[];
 }
 
 export function readMail(to: string, text: string): ReceivedMail {
@@ -28,7 +26,6 @@ export function readMail(to: string, text: string): ReceivedMail {
 export function pollingInbox(list: () => ReceivedMail[]): Inbox {
   const seen = new Map<string, number>();
   return {
-    all: (to) => list().filter((mail) => mail.to === to.toLowerCase()),
     async next(to, timeoutMs = 10_000) {
       const key = to.toLowerCase();
       const deadline = Date.now() + timeoutMs;
@@ -107,4 +104,14 @@ export class OwnIpClient extends FormClient {
   override fetch(pathOrUrl: string, init: Parameters<FormClient['fetch']>[1] = {}) {
     return super.fetch(pathOrUrl, { ...init, headers: { 'x-forwarded-for': this.ip, ...init.headers } });
   }
+}
+
+/** The messages a real SMTP server (test/helpers/mail.ts) received, parsed by mailparser. */
+export function smtpInbox(mailbox: { next(to: string, timeoutMs?: number): Promise<{ to: string[]; text: string }> }): Inbox {
+  return {
+    async next(to, timeoutMs) {
+      const mail = await mailbox.next(to, timeoutMs);
+      return readMail(to, mail.text);
+    },
+  };
 }
