@@ -132,3 +132,18 @@ export async function acceptTotpCode(db: Kysely<Schema>, userId: string, code: s
     .executeTakeFirst();
   return accepted.numUpdatedRows > 0n ? 'accepted' : 'used';
 }
+
+/**
+ * Turns two-step on with `secret`, whose first code (of time step `step`) confirmed it: that code is
+ * used up at once (RFC 6238 §5.2). Only when the account has no secret yet, so of two simultaneous
+ * confirmations one wins (false for the other).
+ */
+export async function enableTotpSecret(db: Kysely<Schema>, userId: string, secret: string, step: number): Promise<boolean> {
+  const result = await db
+    .updateTable('users')
+    .set({ totp_secret: secret, totp_last_step: step })
+    .where('user_id', '=', userId)
+    .where('totp_secret', 'is', null)
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}

@@ -23,6 +23,8 @@ export const SECURITY_EVENT_KINDS = [
   'signed_up',
   'password_reset',
   'email_changed',
+  'backup_code_used',
+  'backup_codes_renewed',
 ] as const;
 
 export type SecurityEventKind = (typeof SECURITY_EVENT_KINDS)[number];
@@ -105,17 +107,6 @@ export async function recordSecurityEvent(db: Kysely<Schema>, origin: EventOrigi
   } catch (err) {
     origin?.log?.error({ err, securityEvent: event.kind, eventId: row.event_id }, 'could not store a security event');
   }
-}
-
-/** Records an event about a token session (user and application looked up); call it before the session is revoked. */
-export async function recordSessionEvent(db: Kysely<Schema>, origin: EventOrigin | undefined, kind: SecurityEventKind, sessionId: string): Promise<void> {
-  const session = await db
-    .selectFrom('sessions')
-    .select(['user_id', 'client_id'])
-    .where('session_id', '=', sessionId)
-    .executeTakeFirst()
-    .catch(() => undefined);
-  await recordSecurityEvent(db, origin, { kind, userId: session?.user_id, clientId: session?.client_id, details: { session_id: sessionId, session_revoked: true } });
 }
 
 /** Events newest first, optionally of one user and from a time on. */

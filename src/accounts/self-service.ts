@@ -6,6 +6,7 @@ import { AccountError, createAccount, findAccount, findAccountByLogin, storePass
 import type { SendAccountMail } from './account-mail.ts';
 import { maskEmailAddress } from './account-names.ts';
 import { endAllDeviceTrust } from './trusted-devices.ts';
+import { endOtherWebSessions } from './web-sessions.ts';
 import { claimByFlow, claimByLink, endRequestsOfUser, issueRequest, type Purpose } from './verification-requests.ts';
 
 /**
@@ -90,7 +91,7 @@ export async function completeReset(db: Kysely<Schema>, send: SendAccountMail, i
     if (!request?.user_id) return { kind: 'ended' } as const;
     const userId = request.user_id;
     if (!(await storePasswordHash(trx, userId, input.passwordHash))) return { kind: 'ended' } as const;
-    await trx.deleteFrom('web_sessions').where('user_id', '=', userId).execute();
+    await endOtherWebSessions(trx, userId, null);
     const sessionsEnded = await endAllUserSessions(trx, userId);
     const deviceTrustsEnded = await endAllDeviceTrust(trx, userId);
     await endRequestsOfUser(trx, userId);

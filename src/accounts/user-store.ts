@@ -1,5 +1,4 @@
 import type { Kysely } from 'kysely';
-import { bumpContentVersion } from '../db/content-versions.ts';
 import type { Schema } from '../db/schema.ts';
 import { reusableQuery } from '../db/reusable-query.ts';
 
@@ -54,13 +53,11 @@ export async function createUsers(db: Kysely<Schema>, users: readonly NewUser[])
   });
 }
 
-/** Deletes the user; everything the user owns goes with it through ON DELETE CASCADE. */
+/**
+ * Deletes the user; everything the user owns goes with it through ON DELETE CASCADE. Pass a
+ * transaction to do more in the same commit (the v1 API bumps its engram cache version there).
+ */
 export async function deleteUser(db: Kysely<Schema>, userId: string): Promise<boolean> {
-  return db.transaction().execute(async (trx) => {
-    const result = await trx.deleteFrom('users').where('user_id', '=', userId).executeTakeFirst();
-    if (result.numDeletedRows === 0n) return false;
-    // Their mods and engrams went with them: the cached engram lists are stale.
-    await bumpContentVersion(trx, 'engrams');
-    return true;
-  });
+  const result = await db.deleteFrom('users').where('user_id', '=', userId).executeTakeFirst();
+  return result.numDeletedRows > 0n;
 }

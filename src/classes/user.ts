@@ -1,5 +1,5 @@
 import { badRequest } from '../http/errors.ts';
-import { InvalidPublicKeyError, normalizePublicKey } from '../legacy/public-key.ts';
+import { InvalidPublicKeyError, normalizePublicKey } from '../accounts/public-key.ts';
 import { defineClass } from '../rest/definition.ts';
 import { nullableTextProperty, timestampProperty } from '../rest/properties.ts';
 import { UserInputs as inputs, UserProperties as schemas } from './schemas.ts';

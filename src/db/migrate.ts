@@ -7,6 +7,7 @@ import * as m005 from './migrations/005_login_security.ts';
 import * as m006 from './migrations/006_expiry_indexes.ts';
 import * as m007 from './migrations/007_security_events.ts';
 import * as m009 from './migrations/009_content_versions.ts';
+import * as m010 from './migrations/010_backup_codes.ts';
 import * as m012 from './migrations/012_verification_requests.ts';
 
 const migrations: Record<string, Migration> = {
@@ -18,6 +19,7 @@ const migrations: Record<string, Migration> = {
   '006_expiry_indexes': m006,
   '007_security_events': m007,
   '009_content_versions': m009,
+  '010_backup_codes': m010,
   '012_verification_requests': m012,
 };
 

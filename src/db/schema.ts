@@ -18,6 +18,13 @@ export interface UsersTable {
   totp_last_step: number | null;
 }
 
+export interface BackupCodesTable {
+  user_id: string;
+  /** SHA-256 of user id and the code (normalized: lowercase, no hyphen). */
+  code_hash: string;
+  created_at: number;
+}
+
 export interface TrustedDevicesTable {
   /** SHA-256 of device id and user id. */
   device_hash: string;
@@ -46,6 +53,8 @@ export interface WebSessionsTable {
   expires_at: number;
   /** Base32 two-step secret shown on the account page, not yet confirmed by a code. */
   pending_totp_secret: string | null;
+  /** A new set of backup codes to show once, encrypted under a key derived from the session token. */
+  backup_codes_to_show: string | null;
 }
 
 export interface InteractionsTable {
@@ -202,6 +211,7 @@ export interface Schema {
   engrams: EngramsTable;
   documents: DocumentsTable;
   trusted_devices: TrustedDevicesTable;
+  backup_codes: BackupCodesTable;
   applications: ApplicationsTable;
   web_sessions: WebSessionsTable;
   interactions: InteractionsTable;

@@ -1,10 +1,11 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { createUsers, deleteUser, DuplicateUserError, findUsers, type NewUser, type StoredUser } from '../accounts/user-store.ts';
+import { bumpContentVersion } from '../db/content-versions.ts';
 import { badRequest, forbidden, notFound } from '../http/errors.ts';
 import { isUuid, normalizeUuid } from '../http/uuid.ts';
 import { requireSignature } from './authenticate.ts';
 import { readJsonBody, splitList } from './body.ts';
-import { InvalidPublicKeyError, normalizePublicKey } from './public-key.ts';
+import { InvalidPublicKeyError, normalizePublicKey } from '../accounts/public-key.ts';
 import { v1Docs } from './openapi.ts';
 
 interface IdParams {
@@ -47,7 +48,11 @@ export async function userRoutes(v1: FastifyInstance): Promise<void> {
   v1.delete<{ Params: IdParams }>('/user.php/:ids', { preHandler: requireSignature, schema: v1Docs.deleteUser }, async (request) => {
     const ids = splitList(request.params.ids).map(normalizeUuid);
     if (ids.some((id) => id !== request.signedBy)) throw forbidden('A user may only delete itself');
-    await deleteUser(v1.database.db, request.signedBy!);
+    const userId = request.signedBy!;
+    await v1.database.db.transaction().execute(async (trx) => {
+      // Their mods and engrams went with them: the cached engram lists are stale.
+      if (await deleteUser(trx, userId)) await bumpContentVersion(trx, 'engrams');
+    });
     return { deleted: [request.signedBy] };
   });
 }

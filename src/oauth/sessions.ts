@@ -263,6 +263,12 @@ export async function revokeSessionByToken(db: Kysely<Schema>, clientId: string,
   return rotated.numDeletedRows > 0n;
 }
 
+/** The user and application of a session (for the security event about it). */
+export async function findSessionOwner(db: Kysely<Schema>, sessionId: string): Promise<{ userId: string; clientId: string } | undefined> {
+  const row = await db.selectFrom('sessions').select(['user_id', 'client_id']).where('session_id', '=', sessionId).executeTakeFirst();
+  return row && { userId: row.user_id, clientId: row.client_id };
+}
+
 export async function revokeSession(db: Kysely<Schema>, sessionId: string): Promise<boolean> {
   const result = await db.deleteFrom('sessions').where('session_id', '=', sessionId).executeTakeFirst();
   return result.numDeletedRows > 0n;

@@ -1,16 +1,25 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { AccountError, acceptTotpCode, checkPassword, findAccount, setTotpSecret, storePasswordHash, type Account } from '../accounts/accounts.ts';
-import { hashPassword } from '../accounts/passwords.ts';
-import { recordSecurityEvent } from '../accounts/security-events.ts';
-import { newTotpSecret, totpUri } from '../accounts/totp.ts';
-import { endAllDeviceTrust, endDeviceTrust, listTrustedDevices } from '../accounts/trusted-devices.ts';
+import {
+  backupCodesOnPage,
+  changePassword,
+  endApplicationSession,
+  endTrustedDevice,
+  renewBackupCodes,
+  turnTwoStepOff,
+  turnTwoStepOn,
+  twoStepSetupSecret,
+} from '../accounts/account-service.ts';
+import { findAccount, type Account } from '../accounts/accounts.ts';
+import { codeStep, passwordStep, type Limited, type Wrong } from '../accounts/sign-in.ts';
+import { totpUri } from '../accounts/totp.ts';
+import { listTrustedDevices } from '../accounts/trusted-devices.ts';
 import { isUuid, normalizeUuid } from '../http/uuid.ts';
 import { SCOPES, isScope, scopeList } from '../oauth/scopes.ts';
-import { endAllUserSessions, endUserSession, listUserSessions } from '../oauth/sessions.ts';
+import { listUserSessions } from '../oauth/sessions.ts';
 import { registerEmailChange } from './email-change.ts';
-import { sendPage, tooManyAttempts } from './pages.ts';
-import { checkSignInPassword, checkTwoStepCode } from './sign-in.ts';
-import { completeTwoStep, endOtherWebSessions, endPendingSignIns, endWebSession, readWebSession, setPendingTotpSecret, startWebSession, type WebSession } from './web-sessions.ts';
+import { field as formField, sendPage, tooManyAttempts, wrongCodeMessage } from './pages.ts';
+import { signInContext } from './sign-in.ts';
+import { endWebSession, forgetWebSession, readWebSession, startBrowserSignIn, type WebSession } from './web-sessions.ts';
 
 const ACCOUNT = '/account';
 const SIGN_IN = '/account/sign-in';
@@ -18,10 +27,7 @@ const SIGN_IN = '/account/sign-in';
 type FormRequest = FastifyRequest<{ Body: Record<string, unknown> | undefined }>;
 
 /** A form field as one string: a missing or repeated field is ''. */
-const field = (request: FormRequest, name: string): string => {
-  const value = request.body?.[name];
-  return typeof value === 'string' ? value : '';
-};
+const field = (request: FormRequest, name: string): string => formField(request.body, name);
 
 /** What a successful action says on the page it returns to (`/account?done=…`). */
 const NOTICES: Record<string, string> = {
@@ -31,10 +37,11 @@ const NOTICES: Record<string, string> = {
   'two-step-on': 'Two-step verification is on. Signing in now needs a code from your authenticator app.',
   'two-step-off': 'Two-step verification is off.',
   'email-link-sent': 'We sent a link to the new address. Your e-mail address changes when you open it (within 24 hours).',
+  'backup-codes-new': 'You have a new set of backup codes. The old ones no longer work.',
 };
 
 /** Errors shown in the section of the form that caused them. */
-type SectionErrors = Partial<Record<'sessions' | 'devices' | 'password' | 'twoStep' | 'email', string>>;
+type SectionErrors = Partial<Record<'sessions' | 'devices' | 'password' | 'twoStep' | 'backupCodes' | 'email', string>>;
 
 const formatTime = (ms: number) => new Date(ms).toISOString().slice(0, 16).replace('T', ' ') + ' UTC';
 
@@ -46,6 +53,13 @@ const formatTime = (ms: number) => new Date(ms).toISOString().slice(0, 16).repla
 export async function accountPages(web: FastifyInstance): Promise<void> {
   const db = () => web.database.db;
   const csrf = { preHandler: web.csrfProtection };
+  const context = (request: FastifyRequest) => signInContext(request, { page: 'account' });
+
+  /** A refused password or code, as the sentence shown next to its input, and its status. */
+  const refusal = (reply: FastifyReply, outcome: Wrong | Limited, what: 'password' | 'code'): [string, number] => {
+    if (outcome.kind === 'limited') return [tooManyAttempts(reply, what === 'password' ? 'failed sign-ins' : 'wrong codes', outcome.retryAfterMs), 429];
+    return [what === 'password' ? 'The current password is not right.' : wrongCodeMessage(outcome), 401];
+  };
 
   /** The fully signed-in browser and its account; otherwise sends it to sign in and answers undefined. */
   async function signedIn(request: FastifyRequest, reply: FastifyReply) {
@@ -61,12 +75,10 @@ export async function accountPages(web: FastifyInstance): Promise<void> {
   async function showAccount(reply: FastifyReply, session: WebSession, account: Account, options: { notice?: string; errors?: SectionErrors; status?: number } = {}) {
     let setup: { uri: string; qrSvg: string } | undefined;
     if (account.totpSecret === null) {
-      // The secret to set up stays the same across reloads until a code confirms it.
-      let secret = session.pendingTotpSecret;
-      if (!secret) await setPendingTotpSecret(db(), session, (secret = newTotpSecret()));
-      const uri = totpUri(secret, account.username);
+      const uri = totpUri(await twoStepSetupSecret(context(reply.request), session), account.username);
       setup = { uri, qrSvg: await (await import('qrcode')).default.toString(uri, { type: 'svg', margin: 2, errorCorrectionLevel: 'M' }) };
     }
+    const backupCodes = account.totpSecret === null ? undefined : await backupCodesOnPage({ db: db() }, account, session);
     const [sessions, devices] = await Promise.all([listUserSessions(db(), account.userId), listTrustedDevices(db(), account.userId)]);
     return sendPage(
       reply,
@@ -88,6 +100,7 @@ export async function accountPages(web: FastifyInstance): Promise<void> {
         devices: devices.map((d, index) => ({ trustId: d.trustId, label: `Device ${devices.length - index}`, since: formatTime(d.createdAt), sinceIso: new Date(d.createdAt).toISOString() })),
         twoStepOn: account.totpSecret !== null,
         setup,
+        backupCodes,
       },
       options.status ?? 200,
     );
@@ -122,33 +135,26 @@ export async function accountPages(web: FastifyInstance): Promise<void> {
 
   web.post<{ Body: Record<string, unknown> | undefined }>(SIGN_IN, csrf, async (request, reply) => {
     const username = field(request, 'username').trim();
-    const checked = await checkSignInPassword(request, field(request, 'password'), { login: username }, { page: 'account' });
-    if (!checked.ok) {
-      return checked.retryAfterMs > 0
-        ? signInPage(reply, { username, error: tooManyAttempts(reply, 'failed sign-ins', checked.retryAfterMs) }, 429)
-        : signInPage(reply, { username, error: 'Wrong username or password.' }, 401);
-    }
-    const needsCode = checked.account.totpSecret !== null;
-    await startWebSession(request, reply, checked.account.userId, needsCode);
-    if (!needsCode) await recordSecurityEvent(db(), request, { kind: 'sign_in_succeeded', userId: checked.account.userId, details: { two_step: 'off', page: 'account' } });
-    return reply.code(303).header('location', needsCode ? SIGN_IN : ACCOUNT).send();
+    const outcome = await passwordStep(context(request), { login: username, password: field(request, 'password') });
+    if (outcome.kind === 'limited') return signInPage(reply, { username, error: tooManyAttempts(reply, 'failed sign-ins', outcome.retryAfterMs) }, 429);
+    if (outcome.kind !== 'signed_in' && outcome.kind !== 'needs_code') return signInPage(reply, { username, error: 'Wrong username or password.' }, 401);
+    await startBrowserSignIn(request, reply, outcome);
+    return reply.code(303).header('location', outcome.kind === 'needs_code' ? SIGN_IN : ACCOUNT).send();
   });
 
   web.post<{ Body: Record<string, unknown> | undefined }>(`${SIGN_IN}/two-step`, csrf, async (request, reply) => {
     const session = await readWebSession(request);
     if (!session?.mfaPending) return reply.code(303).header('location', SIGN_IN).send();
-    const account = await findAccount(db(), session.userId);
-    if (!account?.totpSecret) return reply.code(303).header('location', SIGN_IN).send();
-    const checked = await checkTwoStepCode(request, account, field(request, 'code'), { page: 'account' });
-    if (!checked.ok && checked.accountLimited) {
-      // Past the account's limit the pending sign-in ends (DESIGN), all of them: the password is asked again.
-      await endPendingSignIns(request, reply, account.userId);
-      return signInPage(reply, { error: tooManyAttempts(reply, 'wrong codes', checked.retryAfterMs, 'Sign in again') }, 429);
+    const outcome = await codeStep(context(request), session.userId, { code: field(request, 'code') });
+    if (outcome.kind === 'limited' && outcome.accountLimited) {
+      // Past the account's limit the pending sign-in ended (DESIGN), all of them: the password is asked again.
+      forgetWebSession(reply);
+      return signInPage(reply, { error: tooManyAttempts(reply, 'wrong codes', outcome.retryAfterMs, 'Sign in again') }, 429);
     }
-    if (!checked.ok && checked.retryAfterMs > 0) return twoStepPage(reply, tooManyAttempts(reply, 'wrong codes', checked.retryAfterMs), 429);
-    if (!checked.ok) return twoStepPage(reply, checked.used ? 'That code was used already. Wait for the next one.' : 'That code is not right. Codes change every 30 seconds.', 401);
-    await completeTwoStep(request, reply, session);
-    await recordSecurityEvent(db(), request, { kind: 'sign_in_succeeded', userId: account.userId, details: { two_step: 'code', page: 'account' } });
+    if (outcome.kind === 'limited') return twoStepPage(reply, tooManyAttempts(reply, 'wrong codes', outcome.retryAfterMs), 429);
+    if (outcome.kind === 'wrong') return twoStepPage(reply, wrongCodeMessage(outcome), 401);
+    if (outcome.kind !== 'signed_in') return reply.code(303).header('location', SIGN_IN).send();
+    await startBrowserSignIn(request, reply, outcome);
     return reply.code(303).header('location', ACCOUNT).send();
   });
 
@@ -163,9 +169,8 @@ export async function accountPages(web: FastifyInstance): Promise<void> {
     const current = await signedIn(request, reply);
     if (!current) return reply;
     const sessionId = field(request, 'end_session');
-    const ended = isUuid(sessionId) ? await endUserSession(db(), current.account.userId, normalizeUuid(sessionId)) : undefined;
+    const ended = isUuid(sessionId) && (await endApplicationSession(context(request), current.account, normalizeUuid(sessionId)));
     if (!ended) return showAccount(reply, current.session, current.account, { errors: { sessions: 'That application is not signed in to your account (any more).' }, status: 404 });
-    await recordSecurityEvent(db(), request, { kind: 'session_ended', userId: current.account.userId, clientId: ended.clientId, details: { session_id: normalizeUuid(sessionId), page: 'account' } });
     return backToAccount(reply, 'session-ended');
   });
 
@@ -173,9 +178,8 @@ export async function accountPages(web: FastifyInstance): Promise<void> {
     const current = await signedIn(request, reply);
     if (!current) return reply;
     const trustId = field(request, 'end_trust');
-    const ended = /^[A-Za-z0-9_-]{43}$/.test(trustId) && (await endDeviceTrust(db(), current.account.userId, trustId));
+    const ended = /^[A-Za-z0-9_-]{43}$/.test(trustId) && (await endTrustedDevice(context(request), current.account, trustId));
     if (!ended) return showAccount(reply, current.session, current.account, { errors: { devices: 'That device is not trusted (any more).' }, status: 404 });
-    await recordSecurityEvent(db(), request, { kind: 'device_trust_ended', userId: current.account.userId, details: { page: 'account' } });
     return backToAccount(reply, 'trust-ended');
   });
 
@@ -183,28 +187,10 @@ export async function accountPages(web: FastifyInstance): Promise<void> {
     const current = await signedIn(request, reply);
     if (!current) return reply;
     const { session, account } = current;
-    const refuse = (message: string, status: number) => showAccount(reply, session, account, { errors: { password: message }, status });
-    const newPassword = field(request, 'new_password');
-    try {
-      checkPassword(newPassword);
-    } catch (error) {
-      if (error instanceof AccountError) return refuse(`${error.message}.`, 400);
-      throw error;
-    }
-    const checked = await checkSignInPassword(request, field(request, 'current_password'), { account }, { page: 'account' });
-    if (!checked.ok) {
-      return checked.retryAfterMs > 0 ? refuse(tooManyAttempts(reply, 'failed sign-ins', checked.retryAfterMs), 429) : refuse('The current password is not right.', 401);
-    }
-    const passwordHash = await hashPassword(newPassword);
-    const ended = await db()
-      .transaction()
-      .execute(async (trx) => {
-        await storePasswordHash(trx, account.userId, passwordHash);
-        await endOtherWebSessions(trx, session);
-        return { sessions: await endAllUserSessions(trx, account.userId), devices: await endAllDeviceTrust(trx, account.userId) };
-      });
-    await recordSecurityEvent(db(), request, { kind: 'password_changed', userId: account.userId, details: { page: 'account', sessions_ended: ended.sessions, device_trusts_ended: ended.devices } });
-    return backToAccount(reply, 'password-changed');
+    const outcome = await changePassword(context(request), account, { currentPassword: field(request, 'current_password'), newPassword: field(request, 'new_password'), session });
+    if (outcome.kind === 'changed') return backToAccount(reply, 'password-changed');
+    const [message, status] = outcome.kind === 'invalid' ? [outcome.message, 400] : refusal(reply, outcome, 'password');
+    return showAccount(reply, session, account, { errors: { password: message }, status });
   });
 
   web.post<{ Body: Record<string, unknown> | undefined }>(`${ACCOUNT}/two-step`, csrf, async (request, reply) => {
@@ -214,26 +200,27 @@ export async function accountPages(web: FastifyInstance): Promise<void> {
     const turningOn = account.totpSecret === null;
     // The button says which form was sent; a stale page (already on, or already off) just reloads.
     if (field(request, 'two_step') !== (turningOn ? 'on' : 'off')) return backToAccount(reply, undefined);
-    const secret = turningOn ? session.pendingTotpSecret : account.totpSecret;
-    if (!secret) return backToAccount(reply, undefined);
     const code = field(request, 'code');
-    const checked = await checkTwoStepCode(request, account, code, { page: 'account', ...(turningOn ? { setupSecret: secret } : {}) });
-    if (!checked.ok) {
-      const message =
-        checked.retryAfterMs > 0 ? tooManyAttempts(reply, 'wrong codes', checked.retryAfterMs) : checked.used ? 'That code was used already. Wait for the next one.' : 'That code is not right. Codes change every 30 seconds.';
-      return showAccount(reply, session, account, { errors: { twoStep: message }, status: checked.retryAfterMs > 0 ? 429 : 401 });
+    const outcome = turningOn ? await turnTwoStepOn(context(request), account, { session, code }) : await turnTwoStepOff(context(request), account, code);
+    if (outcome.kind === 'stale') return backToAccount(reply, undefined);
+    if (outcome.kind === 'wrong' || outcome.kind === 'limited') {
+      const [message, status] = refusal(reply, outcome, 'code');
+      return showAccount(reply, session, account, { errors: { twoStep: message }, status });
     }
-    const devices = await db()
-      .transaction()
-      .execute(async (trx) => {
-        await setTotpSecret(trx, account.userId, turningOn ? secret : null);
-        // The confirming code is used up: it cannot sign in again (RFC 6238 §5.2).
-        if (turningOn) await acceptTotpCode(trx, account.userId, code);
-        await setPendingTotpSecret(trx, session, null);
-        // A new (or no) second factor: trust given under the old one ends.
-        return endAllDeviceTrust(trx, account.userId);
-      });
-    await recordSecurityEvent(db(), request, { kind: turningOn ? 'two_step_enabled' : 'two_step_disabled', userId: account.userId, details: { page: 'account', device_trusts_ended: devices } });
-    return backToAccount(reply, turningOn ? 'two-step-on' : 'two-step-off');
+    return backToAccount(reply, outcome.kind === 'on' ? 'two-step-on' : 'two-step-off');
+  });
+
+  web.post<{ Body: Record<string, unknown> | undefined }>(`${ACCOUNT}/backup-codes`, csrf, async (request, reply) => {
+    const current = await signedIn(request, reply);
+    if (!current) return reply;
+    const { session, account } = current;
+    if (field(request, 'backup_codes') !== 'new') return backToAccount(reply, undefined);
+    const outcome = await renewBackupCodes(context(request), account, { session, code: field(request, 'code') });
+    if (outcome.kind === 'stale') return backToAccount(reply, undefined);
+    if (outcome.kind === 'wrong' || outcome.kind === 'limited') {
+      const [message, status] = refusal(reply, outcome, 'code');
+      return showAccount(reply, session, account, { errors: { backupCodes: message }, status });
+    }
+    return backToAccount(reply, 'backup-codes-new');
   });
 }

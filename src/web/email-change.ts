@@ -4,7 +4,8 @@ import { checkEmailAddress } from '../accounts/account-names.ts';
 import { requestEmailChange } from '../accounts/self-service.ts';
 import { tooManyAttempts } from './pages.ts';
 import { accountMailer, countCodeRequest, field } from './self-service-support.ts';
-import { checkSignInPassword } from './sign-in.ts';
+import { checkCurrentPassword } from '../accounts/sign-in.ts';
+import { signInContext } from './sign-in.ts';
 import type { WebSession } from './web-sessions.ts';
 
 /** What the account page lends this form: its sign-in check and its rendering with an error in the e-mail section. */
@@ -25,8 +26,9 @@ export function registerEmailChange(web: FastifyInstance, parts: AccountPagePart
     const refuse = (message: string, status: number) => parts.showEmailError(reply, current, message, status);
     const email = checkEmailAddress(field(request, 'new_email'));
     if (!email.ok) return refuse(email.reason, 400);
-    const checked = await checkSignInPassword(request, field(request, 'current_password'), { account: current.account }, { page: 'account' });
-    if (!checked.ok) return checked.retryAfterMs > 0 ? refuse(tooManyAttempts(reply, 'failed sign-ins', checked.retryAfterMs), 429) : refuse('The current password is not right.', 401);
+    const checked = await checkCurrentPassword(signInContext(request, { page: 'account' }), current.account, field(request, 'current_password'));
+    if (checked.kind === 'limited') return refuse(tooManyAttempts(reply, 'failed sign-ins', checked.retryAfterMs), 429);
+    if (checked.kind === 'wrong') return refuse('The current password is not right.', 401);
     const wait = await countCodeRequest(request, email.value);
     if (wait > 0) return refuse(tooManyAttempts(reply, 'requests for this address or from your network', wait), 429);
     const outcome = await requestEmailChange(web.database.db, send, { baseUrl: web.config.baseUrl }, { userId: current.account.userId, oldEmail: current.account.email, newEmail: email.value });

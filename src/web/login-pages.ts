@@ -1,7 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { findAccount } from '../accounts/accounts.ts';
-import { recordSecurityEvent } from '../accounts/security-events.ts';
-import { isTrustedDevice, trustDevice } from '../accounts/trusted-devices.ts';
+import { codeStep, passwordStep } from '../accounts/sign-in.ts';
 import { authorizationResponseUrl } from '../oauth/authorization-response.ts';
 import { redirectWithError } from '../oauth/authorize.ts';
 import { findApplication } from '../oauth/clients.ts';
@@ -10,13 +9,13 @@ import { displayedUserCode } from '../oauth/device-authorizations.ts';
 import { AccessDenied } from '../oauth/errors.ts';
 import { findInteraction } from '../oauth/interactions.ts';
 import { SCOPES, isScope, scopeList } from '../oauth/scopes.ts';
-import { sendMessage, sendPage, tooManyAttempts } from './pages.ts';
-import { checkSignInPassword, checkTwoStepCode } from './sign-in.ts';
-import { completeTwoStep, endPendingSignIns, endWebSession, readWebSession, startWebSession } from './web-sessions.ts';
+import { field, sendMessage, sendPage, tooManyAttempts, wrongCodeMessage } from './pages.ts';
+import { signInContext } from './sign-in.ts';
+import { endWebSession, forgetWebSession, readWebSession, startBrowserSignIn } from './web-sessions.ts';
 
 const PAGE = '/login/:interaction';
 
-type LoginRequest = FastifyRequest<{ Params: { interaction: string }; Body: Record<string, string | undefined> }>;
+type LoginRequest = FastifyRequest<{ Params: { interaction: string } }>;
 
 const expired = (reply: FastifyReply) =>
   sendMessage(reply, 'This sign-in has expired', 'This sign-in link has expired or was already used. Go back to the application and start again.', 404);
@@ -61,42 +60,40 @@ export async function loginPages(web: FastifyInstance): Promise<void> {
     });
   });
 
-  web.post<{ Params: { interaction: string }; Body: Record<string, string | undefined> }>(`${PAGE}/password`, csrf, async (request, reply) => {
-    const loaded = await load(request, reply);
+  web.post<{ Params: { interaction: string }; Body: Record<string, unknown> | undefined }>(`${PAGE}/password`, csrf, async (request, reply) => {
+    const loaded = await load(request as LoginRequest, reply);
     if (!loaded) return reply;
-    const username = String(request.body?.username ?? '').trim();
-    const password = String(request.body?.password ?? '');
+    const username = field(request.body, 'username').trim();
     const again = (error: string, status: number) => sendPage(reply, 'signin', { appName: loaded.app.name, action: `${loaded.action}/password`, username, error }, status);
-    const checked = await checkSignInPassword(request, password, { login: username }, { page: 'sign_in', clientId: loaded.app.clientId });
-    if (!checked.ok) return checked.retryAfterMs > 0 ? again(tooManyAttempts(reply, 'failed sign-ins', checked.retryAfterMs), 429) : again('Wrong username or password.', 401);
-    const { account } = checked;
-    const needsCode = account.totpSecret !== null && !(await isTrustedDevice(db(), account.userId, loaded.interaction.device_id));
-    await startWebSession(request, reply, account.userId, needsCode);
-    if (!needsCode) await recordSecurityEvent(db(), request, { kind: 'sign_in_succeeded', userId: account.userId, clientId: loaded.app.clientId, details: { two_step: account.totpSecret !== null ? 'trusted_device' : 'off', page: 'sign_in' } });
+    const context = signInContext(request, { page: 'sign_in', clientId: loaded.app.clientId });
+    const outcome = await passwordStep(context, { login: username, password: field(request.body, 'password'), deviceId: loaded.interaction.device_id });
+    if (outcome.kind === 'limited') return again(tooManyAttempts(reply, 'failed sign-ins', outcome.retryAfterMs), 429);
+    if (outcome.kind !== 'signed_in' && outcome.kind !== 'needs_code') return again('Wrong username or password.', 401);
+    await startBrowserSignIn(request, reply, outcome);
     return reply.code(303).header('location', loaded.action).send();
   });
 
-  web.post<{ Params: { interaction: string }; Body: Record<string, string | undefined> }>(`${PAGE}/two-step`, csrf, async (request, reply) => {
-    const loaded = await load(request, reply);
+  web.post<{ Params: { interaction: string }; Body: Record<string, unknown> | undefined }>(`${PAGE}/two-step`, csrf, async (request, reply) => {
+    const loaded = await load(request as LoginRequest, reply);
     if (!loaded) return reply;
     const session = await readWebSession(request);
     if (!session?.mfaPending) return reply.code(303).header('location', loaded.action).send();
-    const again = (error: string, status: number) =>
-      sendPage(reply, 'two-step', { action: `${loaded.action}/two-step`, canTrustDevice: loaded.interaction.device_id !== null, error }, status);
-    const account = await findAccount(db(), session.userId);
-    if (!account?.totpSecret) return reply.code(303).header('location', loaded.action).send();
-    const checked = await checkTwoStepCode(request, account, String(request.body?.code ?? ''), { page: 'sign_in', clientId: loaded.app.clientId });
-    if (!checked.ok && checked.accountLimited) {
-      // Past the account's limit the pending sign-in ends (all of them, from any browser).
-      await endPendingSignIns(request, reply, session.userId);
-      const error = tooManyAttempts(reply, 'wrong codes', checked.retryAfterMs, 'Sign in again');
+    const canTrustDevice = loaded.interaction.device_id !== null;
+    const again = (error: string, status: number) => sendPage(reply, 'two-step', { action: `${loaded.action}/two-step`, canTrustDevice, error }, status);
+    const context = signInContext(request, { page: 'sign_in', clientId: loaded.app.clientId });
+    const trust = field(request.body, 'trust_device') !== '' && canTrustDevice;
+    const outcome = await codeStep(context, session.userId, { code: field(request.body, 'code'), trustDeviceId: trust ? loaded.interaction.device_id : null });
+    if (outcome.kind === 'start_again') return reply.code(303).header('location', loaded.action).send();
+    if (outcome.kind === 'limited' && outcome.accountLimited) {
+      // Past the account's limit the pending sign-in ended (all of them, from any browser).
+      forgetWebSession(reply);
+      const error = tooManyAttempts(reply, 'wrong codes', outcome.retryAfterMs, 'Sign in again');
       return sendPage(reply, 'signin', { appName: loaded.app.name, action: `${loaded.action}/password`, error }, 429);
     }
-    if (!checked.ok && checked.retryAfterMs > 0) return again(tooManyAttempts(reply, 'wrong codes', checked.retryAfterMs), 429);
-    if (!checked.ok) return again(checked.used ? 'That code was used already. Wait for the next one.' : 'That code is not right. Codes change every 30 seconds.', 401);
-    if (request.body?.trust_device && loaded.interaction.device_id) await trustDevice(db(), session.userId, loaded.interaction.device_id);
-    await completeTwoStep(request, reply, session);
-    await recordSecurityEvent(db(), request, { kind: 'sign_in_succeeded', userId: account.userId, clientId: loaded.app.clientId, details: { two_step: 'code', page: 'sign_in' } });
+    if (outcome.kind === 'limited') return again(tooManyAttempts(reply, 'wrong codes', outcome.retryAfterMs), 429);
+    if (outcome.kind === 'wrong') return again(wrongCodeMessage(outcome), 401);
+    if (outcome.kind !== 'signed_in') return reply.code(303).header('location', loaded.action).send();
+    await startBrowserSignIn(request, reply, outcome);
     return reply.code(303).header('location', loaded.action).send();
   });
 

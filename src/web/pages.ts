@@ -24,3 +24,15 @@ export function tooManyAttempts(reply: FastifyReply, what: string, waitMs: numbe
   reply.header('retry-after', String(Math.ceil(waitMs / 1000)));
   return `Too many ${what}. ${then} in ${minutes(waitMs)} minute(s).`;
 }
+
+/** A form field as one string: a missing or repeated field (which arrives as an array) is ''. */
+export function field(body: unknown, name: string): string {
+  if (typeof body !== 'object' || body === null || !Object.hasOwn(body, name)) return '';
+  const value = (body as Record<string, unknown>)[name];
+  return typeof value === 'string' ? value : '';
+}
+
+/** What a page says to a wrong two-step code (a TOTP code whose step was used, or any other). */
+export function wrongCodeMessage(outcome: { reason: string }): string {
+  return outcome.reason === 'used_code' ? 'That code was used already. Wait for the next one.' : 'That code is not right. Codes change every 30 seconds.';
+}

@@ -5,7 +5,7 @@ import { hashPassword } from '../accounts/passwords.ts';
 import { recordSecurityEvent } from '../accounts/security-events.ts';
 import { completeReset, completeSignUp, confirmEmailChange, requestCode } from '../accounts/self-service.ts';
 import { findByFlow, findByLink, proveByCode, proveByLink, type Purpose } from '../accounts/verification-requests.ts';
-import { sendMessage, sendPage, tooManyAttempts } from './pages.ts';
+import { sendMessage, sendPage, tooManyAttempts, wrongCodeMessage } from './pages.ts';
 import {
   accountMailer,
   clearFlowCookie,
@@ -16,8 +16,9 @@ import {
   setFlowCookie,
   signUpOpen,
 } from './self-service-support.ts';
-import { checkTwoStepCode } from './sign-in.ts';
-import { startWebSession } from './web-sessions.ts';
+import { checkTwoStepCode } from '../accounts/sign-in.ts';
+import { signInContext } from './sign-in.ts';
+import { startBrowserSignIn } from './web-sessions.ts';
 
 const SIGN_UP = '/account/sign-up';
 const FORGOT = '/account/forgot';
@@ -117,7 +118,8 @@ export async function selfServicePages(web: FastifyInstance): Promise<void> {
     if (outcome.kind === 'username taken') return again({ username: 'That username is taken (names differing only in capital letters count as the same). Choose another.' }, 409);
     if (outcome.kind === 'email taken') return again({ form: 'An account with this e-mail address was created meanwhile. Sign in, or reset its password.' }, 409);
     if (outcome.kind === 'ended') return signUpPage(reply, { step: 'email', error: { email: ENDED } }, 410);
-    await startWebSession(request, reply, outcome.userId, false);
+    const account = await findAccount(db(), outcome.userId);
+    if (account) await startBrowserSignIn(request, reply, { kind: 'signed_in', account });
     clearFlowCookie(reply, 'sign_up');
     await recordSecurityEvent(db(), request, { kind: 'signed_up', userId: outcome.userId, details: { page: 'sign_up' } });
     return seeOther(reply, safeReturnTo(outcome.returnTo) ?? '/account');
@@ -174,11 +176,10 @@ export async function selfServicePages(web: FastifyInstance): Promise<void> {
     const problem = passwordProblem(password);
     if (problem) return again({ new_password: problem }, 400);
     if (twoStep) {
-      const checked = await checkTwoStepCode(request, account, field(request, 'two_step_code'), { page: 'account' });
-      if (!checked.ok) {
-        const message = checked.retryAfterMs > 0 ? tooManyAttempts(reply, 'wrong codes', checked.retryAfterMs) : checked.used ? 'That code was used already. Wait for the next one.' : 'That code is not right. Codes change every 30 seconds.';
-        return again({ two_step_code: message }, checked.retryAfterMs > 0 ? 429 : 401);
-      }
+      // A current TOTP code or a backup code, under the sign-in's code limits.
+      const checked = await checkTwoStepCode(signInContext(request, { page: 'reset' }), account, field(request, 'two_step_code'));
+      if (checked.kind === 'limited') return again({ two_step_code: tooManyAttempts(reply, 'wrong codes', checked.retryAfterMs) }, 429);
+      if (checked.kind === 'wrong') return again({ two_step_code: wrongCodeMessage(checked) }, 401);
     }
     const outcome = await completeReset(db(), send, { flowToken: token, passwordHash: await hashPassword(password) });
     clearFlowCookie(reply, 'reset');

@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { replaceBackupCodes } from '../../src/accounts/backup-codes.ts';
 import { newTotpSecret, totpCode } from '../../src/accounts/totp.ts';
 import { trustDevice, isTrustedDevice } from '../../src/accounts/trusted-devices.ts';
 import { newAccount, newApp, tokensThroughPages } from '../helpers/oauth.ts';
@@ -136,6 +137,21 @@ describe('password reset', () => {
     const reused = await again.browser.submitOn(form2.text, { new_password: 'another-quiet-river-71-stones', two_step_code: code }, /\/password$/);
     assert.equal(reused.status, 401);
     assert.match(reused.text, /used already/);
+  });
+
+  test('two-step on: a backup code works in the same input, once', async () => {
+    const secret = newTotpSecret();
+    const account = await newAccount(server, { totpSecret: secret });
+    const [backup] = await replaceBackupCodes(server.app.database.db, account.userId);
+    const { browser, mail } = await askReset(account.email);
+    const form = await enterCode(browser, mail.code!);
+    const done = await browser.submitOn(form.text, { new_password: STRONG_PASSWORD, two_step_code: backup! }, /\/password$/);
+    assert.equal(done.status, 200, done.text);
+    await inbox.next(account.email);
+    const again = await askReset(account.email);
+    const form2 = await enterCode(again.browser, again.mail.code!);
+    const reused = await again.browser.submitOn(form2.text, { new_password: 'another-quiet-river-71-stones', two_step_code: backup! }, /\/password$/);
+    assert.equal(reused.status, 401, 'a backup code works once');
   });
 
   test('5 wrong codes end the request; a missing flow sends back to the start', async () => {

@@ -207,6 +207,18 @@ describe('security events', () => {
     assert.equal((await browser.submitOn(page.text, { code: totpCode(newSecret), two_step: 'on' }, /two-step$/)).status, 303);
     await onlyEvent('two_step_enabled', { userId: account.userId });
 
+    // The first backup codes are shown once; one of them makes a new set.
+    page = await browser.fetch('/account');
+    const backupCodes = [...(/id="backup-codes"[^>]*>([\s\S]*?)<\/ul>/.exec(page.text)?.[1] ?? '').matchAll(/<code>([^<]+)<\/code>/g)].map((m) => m[1]!);
+    assert.equal(backupCodes.length, 10);
+    backupCodes.forEach((code, i) => remember(`backup code ${i}`, code));
+    assert.equal((await browser.submitOn(page.text, { code: backupCodes[0]!, backup_codes: 'new' }, /backup-codes$/)).status, 303);
+    const used = await onlyEvent('backup_code_used', { userId: account.userId });
+    assert.equal(used.details.backup_codes_left, 9);
+    await onlyEvent('backup_codes_renewed', { userId: account.userId });
+    page = await browser.fetch('/account');
+    for (const m of page.text.matchAll(/<li><code>([^<]+)<\/code>/g)) remember('renewed backup code', m[1]);
+
     page = await browser.fetch('/account');
     remember('new password', 'a brand new password');
     assert.equal((await browser.submitOn(page.text, { current_password: account.password, new_password: 'a brand new password' }, /password$/)).status, 303);

@@ -1,7 +1,7 @@
-import { recordSecurityEvent, recordSessionEvent } from '../../accounts/security-events.ts';
+import { recordSecurityEvent } from '../../accounts/security-events.ts';
 import { InvalidGrant, InvalidScope } from '../errors.ts';
 import { parseScopes } from '../scopes.ts';
-import { findRotatedSession, findSessionByRefreshToken, revokeSession, rotateSession, type IssuedTokens } from '../sessions.ts';
+import { findRotatedSession, findSessionByRefreshToken, findSessionOwner, revokeSession, rotateSession, type IssuedTokens } from '../sessions.ts';
 import { required, type GrantContext } from './context.ts';
 
 /**
@@ -14,7 +14,8 @@ export async function refreshTokenGrant({ db, params, client, now, origin }: Gra
   if (!session) {
     const reusedFrom = await findRotatedSession(db, refreshToken);
     if (reusedFrom) {
-      await recordSessionEvent(db, origin, 'refresh_token_reused', reusedFrom);
+      const owner = await findSessionOwner(db, reusedFrom);
+      await recordSecurityEvent(db, origin, { kind: 'refresh_token_reused', userId: owner?.userId, clientId: owner?.clientId, details: { session_id: reusedFrom, session_revoked: true } });
       await revokeSession(db, reusedFrom);
       throw new InvalidGrant('This refresh token was already used; the session is revoked');
     }
