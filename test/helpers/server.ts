@@ -9,6 +9,12 @@ import pg from 'pg';
 import { buildApp } from '../../src/app.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
 
+/**
+ * PostgreSQL requires SECRETS_KEY (SQLite generates one beside its file). One per test process,
+ * set in the environment so the admin CLI and server processes the tests start inherit it too.
+ */
+if (process.env.DATABASE_URL?.startsWith('postgres')) process.env.SECRETS_KEY ??= randomBytes(32).toString('base64');
+
 /** The canonical host every test server signs for (BASE_URL). */
 export const TEST_HOST = 'api.test.example';
 
@@ -104,6 +110,7 @@ export async function startServer(options: StartOptions = {}): Promise<TestServe
     LOG_LEVEL: 'info',
     RATE_LIMIT_V1: '0',
     RATE_LIMIT_V4: '0',
+    ...(process.env.SECRETS_KEY ? { SECRETS_KEY: process.env.SECRETS_KEY } : {}),
     ...options.env,
     DATABASE_URL: database.url,
   });
