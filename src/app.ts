@@ -24,6 +24,7 @@ import { legacyApi } from './legacy/index.ts';
 import { discoveryRoute, oauthEndpoints } from './oauth/index.ts';
 import { registerClasses } from './rest/routes.ts';
 import { webPages } from './web/index.ts';
+import { mail, type MailPluginOptions } from './mail/index.ts';
 import { loadSecretsKey, type SecretsKeySource } from './secrets/secrets-key.ts';
 import { Secrets } from './secrets/sealed.ts';
 
@@ -54,6 +55,8 @@ export interface AppOptions {
   migrate?: boolean;
   /** The secrets key, loaded beforehand (server.ts does, to stop a bad start early); else loaded here. */
   secretsKey?: { key: Buffer; source: SecretsKeySource };
+  /** Mail options (tests: shorter retry delays). */
+  mail?: MailPluginOptions;
 }
 
 registerAjvFormats();
@@ -160,6 +163,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     brotliOptions: { params: { [zlibConstants.BROTLI_PARAM_QUALITY]: 4 } },
   });
   await metricsEndpoint(app);
+  await app.register(mail, options.mail ?? {});
   await openApi(app);
   await app.register(healthRoutes);
   await app.register(legacyApi, { prefix: '/v1' });

@@ -8,6 +8,7 @@ import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
 import { buildApp } from '../../src/app.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
+import type { MailPluginOptions } from '../../src/mail/index.ts';
 
 /**
  * PostgreSQL requires SECRETS_KEY (SQLite generates one beside its file). One per test process,
@@ -90,6 +91,8 @@ export interface StartOptions {
   baseUrlIsOwnAddress?: boolean;
   /** Time between background purges of expired rows. */
   purgeIntervalMs?: number;
+  /** Mail options: e.g. retryDelaysMs [0, 0] so a refused message is retried at once. */
+  mail?: MailPluginOptions;
 }
 
 /** A port nothing listens on right now (the system's choice). */
@@ -126,6 +129,7 @@ export async function startServer(options: StartOptions = {}): Promise<TestServe
     logStream,
     rateLimitNamespace: options.rateLimitNamespace ?? `test:${randomBytes(6).toString('hex')}:`,
     purgeIntervalMs: options.purgeIntervalMs,
+    mail: options.mail,
   });
   await options.beforeListen?.(app);
   await app.listen({ port, host: '127.0.0.1' });
