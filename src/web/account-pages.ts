@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { AccountError, acceptTotpCode, checkPassword, findAccount, setTotpSecret, storePasswordHash, type Account } from '../accounts/accounts.ts';
+import { AccountError, acceptTotpCode, checkNewPassword, findAccount, setTotpSecret, storePasswordHash, type Account } from '../accounts/accounts.ts';
 import { hashPassword } from '../accounts/passwords.ts';
 import { recordSecurityEvent } from '../accounts/security-events.ts';
 import { newTotpSecret, totpUri } from '../accounts/totp.ts';
@@ -181,7 +181,7 @@ export async function accountPages(web: FastifyInstance): Promise<void> {
     const refuse = (message: string, status: number) => showAccount(reply, session, account, { errors: { password: message }, status });
     const newPassword = field(request, 'new_password');
     try {
-      checkPassword(newPassword);
+      await checkNewPassword(newPassword, [account.username, account.email]);
     } catch (error) {
       if (error instanceof AccountError) return refuse(`${error.message}.`, 400);
       throw error;
