@@ -24,6 +24,9 @@ import { legacyApi } from './legacy/index.ts';
 import { discoveryRoute, oauthEndpoints } from './oauth/index.ts';
 import { registerClasses } from './rest/routes.ts';
 import { webPages } from './web/index.ts';
+import { mail, type MailPluginOptions } from './mail/index.ts';
+import { loadSecretsKey, type SecretsKeySource } from './secrets/secrets-key.ts';
+import { Secrets } from './secrets/sealed.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -35,6 +38,8 @@ declare module 'fastify' {
     rateLimitNamespace: string;
     /** Deletes expired rows in the background while the server listens. */
     purger: Purger;
+    /** Seals and opens secrets kept at rest (AES-256-GCM under SECRETS_KEY). */
+    secrets: Secrets;
   }
 }
 
@@ -48,6 +53,10 @@ export interface AppOptions {
   purgeIntervalMs?: number;
   /** False when the schema is already migrated (cluster workers: the primary migrated it). */
   migrate?: boolean;
+  /** The secrets key, loaded beforehand (server.ts does, to stop a bad start early); else loaded here. */
+  secretsKey?: { key: Buffer; source: SecretsKeySource };
+  /** Mail options (tests: shorter retry delays). */
+  mail?: MailPluginOptions;
 }
 
 registerAjvFormats();
@@ -64,6 +73,7 @@ async function v4Api(api: FastifyInstance): Promise<void> {
 
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const { config } = options;
+  const secretsKey = options.secretsKey ?? loadSecretsKey(config);
   const database = openDatabase(config.database);
   const startupWarnings: string[] = [];
   try {
@@ -106,6 +116,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     .setValidatorCompiler(validatorCompiler);
 
   for (const warning of startupWarnings) app.log.warn(warning);
+  if (secretsKey.source.kind === 'file' && secretsKey.source.created) {
+    app.log.warn({ path: secretsKey.source.path }, 'generated the secrets key (SECRETS_KEY unset): back this file up with the database; without it no private key can be read');
+  }
+  app.decorate('secrets', new Secrets(secretsKey.key));
   app.decorate('config', config);
   app.decorate('database', database);
   app.decorate('redis', redis);
@@ -149,6 +163,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     brotliOptions: { params: { [zlibConstants.BROTLI_PARAM_QUALITY]: 4 } },
   });
   await metricsEndpoint(app);
+  await app.register(mail, options.mail ?? {});
   await openApi(app);
   await app.register(healthRoutes);
   await app.register(legacyApi, { prefix: '/v1' });

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { AccountError, checkPassword, findAccount } from '../accounts/accounts.ts';
+import { findAccount } from '../accounts/accounts.ts';
+import { passwordRefusal } from '../accounts/password-rules.ts';
 import { checkEmailAddress, checkUsername } from '../accounts/account-names.ts';
 import { hashPassword } from '../accounts/passwords.ts';
 import { recordSecurityEvent } from '../accounts/security-events.ts';
@@ -26,15 +27,10 @@ const VERIFY = '/account/verify';
 
 type FormRequest = FastifyRequest<{ Body: Record<string, unknown> | undefined }>;
 
-/** The reason a new password is refused, or undefined (the password rules). */
-function passwordProblem(password: string): string | undefined {
-  try {
-    checkPassword(password);
-    return undefined;
-  } catch (error) {
-    if (error instanceof AccountError) return `${error.message}.`;
-    throw error;
-  }
+/** The reason a new password is refused (the password rules, with the person's name and address as known words), or undefined. */
+async function passwordProblem(password: string, userInputs: readonly (string | null)[]): Promise<string | undefined> {
+  const refusal = await passwordRefusal(password, userInputs);
+  return refusal === undefined ? undefined : `${refusal}.`;
 }
 
 const MAIL_FAILED = 'We could not send the e-mail just now. Nothing was changed: please try again in a few minutes.';
@@ -62,68 +58,60 @@ export async function selfServicePages(web: FastifyInstance): Promise<void> {
   const signUpPage = (reply: FastifyReply, view: SignUpView, status = 200) =>
     sendPage(reply, 'sign-up', { error: {}, returnTo: null, ...view }, status);
 
-  /** With SIGN_UP=closed, the sign-up pages do not exist. */
-  const closed = (request: FastifyRequest, reply: FastifyReply) => {
-    if (signUpOpen(web)) return false;
-    void reply.callNotFound();
-    return true;
-  };
+  // With SIGN_UP=closed the sign-up pages do not exist (404).
+  if (signUpOpen(web)) {
+    web.get<{ Querystring: { return_to?: unknown; restart?: unknown } }>(SIGN_UP, async (request, reply) => {
+      const returnTo = safeReturnTo(request.query.return_to);
+      if (request.query.restart === undefined) {
+        const token = flowToken(request, 'sign_up');
+        if (await findByFlow(db(), 'sign_up', token, 'verified')) return signUpPage(reply, { step: 'details' });
+        if (await findByFlow(db(), 'sign_up', token, 'sent')) return signUpPage(reply, { step: 'code' });
+      }
+      return signUpPage(reply, { step: 'email', returnTo });
+    });
 
-  web.get<{ Querystring: { return_to?: unknown; restart?: unknown } }>(SIGN_UP, async (request, reply) => {
-    if (closed(request, reply)) return reply;
-    const returnTo = safeReturnTo(request.query.return_to);
-    if (request.query.restart === undefined) {
+    web.post<{ Body: Record<string, unknown> | undefined }>(SIGN_UP, csrf, async (request, reply) => {
+      const returnTo = safeReturnTo(field(request, 'return_to'));
+      const email = checkEmailAddress(field(request, 'email'));
+      if (!email.ok) return signUpPage(reply, { step: 'email', returnTo, email: field(request, 'email').slice(0, 300), error: { email: email.reason } }, 400);
+      const wait = await countCodeRequest(request, email.value);
+      if (wait > 0) return signUpPage(reply, { step: 'email', returnTo, email: email.value, error: { email: tooManyAttempts(reply, 'requests for this address or from your network', wait) } }, 429);
+      const outcome = await requestCode(db(), send, links, { purpose: 'sign_up', address: email.value, returnTo });
+      if (outcome.kind === 'mail failed') return signUpPage(reply, { step: 'email', returnTo, email: email.value, error: { email: MAIL_FAILED } }, 503);
+      setFlowCookie(request, reply, 'sign_up', outcome.flowToken);
+      return seeOther(reply, SIGN_UP);
+    });
+
+    web.post<{ Body: Record<string, unknown> | undefined }>(`${SIGN_UP}/code`, csrf, async (request, reply) => {
+      const outcome = await proveByCode(db(), 'sign_up', flowToken(request, 'sign_up'), field(request, 'code'));
+      if (outcome.kind === 'ended') return signUpPage(reply, { step: 'email', error: { email: ENDED } }, 410);
+      if (outcome.kind === 'wrong') return signUpPage(reply, { step: 'code', error: { code: wrongCode(outcome.attemptsLeft) } }, 400);
+      setFlowCookie(request, reply, 'sign_up', outcome.flowToken);
+      return seeOther(reply, SIGN_UP);
+    });
+
+    web.post<{ Body: Record<string, unknown> | undefined }>(`${SIGN_UP}/details`, csrf, async (request, reply) => {
       const token = flowToken(request, 'sign_up');
-      if (await findByFlow(db(), 'sign_up', token, 'verified')) return signUpPage(reply, { step: 'details' });
-      if (await findByFlow(db(), 'sign_up', token, 'sent')) return signUpPage(reply, { step: 'code' });
-    }
-    return signUpPage(reply, { step: 'email', returnTo });
-  });
-
-  web.post<{ Body: Record<string, unknown> | undefined }>(SIGN_UP, csrf, async (request, reply) => {
-    if (closed(request, reply)) return reply;
-    const returnTo = safeReturnTo(field(request, 'return_to'));
-    const email = checkEmailAddress(field(request, 'email'));
-    if (!email.ok) return signUpPage(reply, { step: 'email', returnTo, email: field(request, 'email').slice(0, 300), error: { email: email.reason } }, 400);
-    const wait = await countCodeRequest(request, email.value);
-    if (wait > 0) return signUpPage(reply, { step: 'email', returnTo, email: email.value, error: { email: tooManyAttempts(reply, 'requests for this address or from your network', wait) } }, 429);
-    const outcome = await requestCode(db(), send, links, { purpose: 'sign_up', address: email.value, returnTo });
-    if (outcome.kind === 'mail failed') return signUpPage(reply, { step: 'email', returnTo, email: email.value, error: { email: MAIL_FAILED } }, 503);
-    setFlowCookie(request, reply, 'sign_up', outcome.flowToken);
-    return seeOther(reply, SIGN_UP);
-  });
-
-  web.post<{ Body: Record<string, unknown> | undefined }>(`${SIGN_UP}/code`, csrf, async (request, reply) => {
-    if (closed(request, reply)) return reply;
-    const outcome = await proveByCode(db(), 'sign_up', flowToken(request, 'sign_up'), field(request, 'code'));
-    if (outcome.kind === 'ended') return signUpPage(reply, { step: 'email', error: { email: ENDED } }, 410);
-    if (outcome.kind === 'wrong') return signUpPage(reply, { step: 'code', error: { code: wrongCode(outcome.attemptsLeft) } }, 400);
-    setFlowCookie(request, reply, 'sign_up', outcome.flowToken);
-    return seeOther(reply, SIGN_UP);
-  });
-
-  web.post<{ Body: Record<string, unknown> | undefined }>(`${SIGN_UP}/details`, csrf, async (request, reply) => {
-    if (closed(request, reply)) return reply;
-    const token = flowToken(request, 'sign_up');
-    const proven = await findByFlow(db(), 'sign_up', token, 'verified');
-    if (!proven || !token) return signUpPage(reply, { step: 'email', error: { email: ENDED } }, 410);
-    const typed = field(request, 'username').slice(0, 100);
-    const again = (error: SignUpView['error'], status: number) => signUpPage(reply, { step: 'details', username: typed, error }, status);
-    const username = checkUsername(typed);
-    if (!username.ok) return again({ username: username.reason }, 400);
-    const password = field(request, 'password');
-    const problem = passwordProblem(password);
-    if (problem) return again({ password: problem }, 400);
-    const outcome = await completeSignUp(db(), send, links, { flowToken: token, username: username.value, password });
-    if (outcome.kind === 'username taken') return again({ username: 'That username is taken (names differing only in capital letters count as the same). Choose another.' }, 409);
-    if (outcome.kind === 'email taken') return again({ form: 'An account with this e-mail address was created meanwhile. Sign in, or reset its password.' }, 409);
-    if (outcome.kind === 'ended') return signUpPage(reply, { step: 'email', error: { email: ENDED } }, 410);
-    const account = await findAccount(db(), outcome.userId);
-    if (account) await startBrowserSignIn(request, reply, { kind: 'signed_in', account });
-    clearFlowCookie(reply, 'sign_up');
-    await recordSecurityEvent(db(), request, { kind: 'signed_up', userId: outcome.userId, details: { page: 'sign_up' } });
-    return seeOther(reply, safeReturnTo(outcome.returnTo) ?? '/account');
-  });
+      const proven = await findByFlow(db(), 'sign_up', token, 'verified');
+      if (!proven || !token) return signUpPage(reply, { step: 'email', error: { email: ENDED } }, 410);
+      const typed = field(request, 'username').slice(0, 100);
+      const again = (error: SignUpView['error'], status: number) => signUpPage(reply, { step: 'details', username: typed, error }, status);
+      const username = checkUsername(typed);
+      if (!username.ok) return again({ username: username.reason }, 400);
+      const password = field(request, 'password');
+      const problem = await passwordProblem(password, [username.value, proven.address]);
+      if (problem) return again({ password: problem }, 400);
+      const outcome = await completeSignUp(db(), send, links, { flowToken: token, username: username.value, password });
+      if (outcome.kind === 'username taken') return again({ username: 'That username is taken (names differing only in capital letters count as the same). Choose another.' }, 409);
+      if (outcome.kind === 'email taken') return again({ form: 'An account with this e-mail address was created meanwhile. Sign in, or reset its password.' }, 409);
+      if (outcome.kind === 'ended') return signUpPage(reply, { step: 'email', error: { email: ENDED } }, 410);
+      const account = await findAccount(db(), outcome.userId);
+      if (account) await startBrowserSignIn(request, reply, { kind: 'signed_in', account });
+      clearFlowCookie(reply, 'sign_up');
+      await recordSecurityEvent(db(), request, { kind: 'signed_up', userId: outcome.userId, details: { page: 'sign_up' } });
+      return seeOther(reply, safeReturnTo(outcome.returnTo) ?? '/account');
+    });
+  }
 
   // --- Password reset ---
 
@@ -173,7 +161,7 @@ export async function selfServicePages(web: FastifyInstance): Promise<void> {
     const twoStep = account.totpSecret !== null;
     const again = (error: ForgotView['error'], status: number) => forgotPage(reply, { step: 'password', twoStep, error }, status);
     const password = field(request, 'new_password');
-    const problem = passwordProblem(password);
+    const problem = await passwordProblem(password, [account.username, account.email]);
     if (problem) return again({ new_password: problem }, 400);
     if (twoStep) {
       // A current TOTP code or a backup code, under the sign-in's code limits.

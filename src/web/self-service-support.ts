@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { AccountMail, MailOutcome, SendAccountMail } from '../accounts/account-mail.ts';
+import type { AccountMail, SendAccountMail } from '../accounts/account-mail.ts';
+import type { MailData, MailKind } from '../mail/index.ts';
 import { attemptLimit, countAttempt, type AttemptLimit } from '../http/attempt-limits.ts';
 
 /** What the self-service pages share: their request limits, the mail sender, the flow cookies and the return address. */
@@ -30,22 +31,13 @@ export async function countCodeRequest(request: FastifyRequest, address: string)
 
 /** Whether people may create accounts (SIGN_UP, default open). */
 export function signUpOpen(web: FastifyInstance): boolean {
-  return (web.config as { signUp?: string }).signUp !== 'closed';
+  return web.config.signUp !== 'closed';
 }
 
-type MailingApp = FastifyInstance & { mail?: { send(kind: string, to: string, data: Record<string, string>): Promise<MailOutcome | { outcome: MailOutcome }> } };
-
-/** The mail module's sender for the account messages. */
+/** The mail module's sender (app.mail: retries, metrics, header-injection guard) for the account messages. */
 export function accountMailer(web: FastifyInstance): SendAccountMail {
-  return async (to: string, mail: AccountMail) => {
-    const mailer = (web as MailingApp).mail;
-    if (!mailer) {
-      web.log.info({ mail: { to, kind: mail.kind, data: mail.data } }, 'mail');
-      return 'sent';
-    }
-    const outcome = await mailer.send(mail.kind, to, mail.data);
-    return typeof outcome === 'string' ? outcome : outcome.outcome;
-  };
+  const send = <Kind extends MailKind>(to: string, mail: { kind: Kind; data: MailData[Kind] }) => web.mail.send(mail.kind, to, mail.data);
+  return async (to: string, mail: AccountMail) => (await send(to, mail)).outcome;
 }
 
 /** The browser's place in a sign-up or reset (a flow token of verification-requests), per purpose. */

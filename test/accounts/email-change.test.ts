@@ -7,17 +7,24 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createAccount, findAccount } from '../../src/accounts/accounts.ts';
 import { newAccount } from '../helpers/oauth.ts';
+import { startMailbox, type Mailbox } from '../helpers/mail.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
-import { logInbox, newAddress, OwnIpClient, STRONG_PASSWORD, submitForm, type Inbox } from '../helpers/self-service.ts';
+import { smtpInbox, newAddress, OwnIpClient, STRONG_PASSWORD, submitForm, type Inbox } from '../helpers/self-service.ts';
 
 let server: TestServer;
+let mailbox: Mailbox;
 let inbox: Inbox;
 
 before(async () => {
-  server = await startServer({ env: { TRUST_PROXY: 'true' } });
-  inbox = logInbox(server);
+  // Messages go through a real SMTP server; codes and links are read from what it received.
+  mailbox = await startMailbox();
+  server = await startServer({ env: { TRUST_PROXY: 'true', SMTP_URL: mailbox.url } });
+  inbox = smtpInbox(mailbox);
 });
-after(() => server?.close());
+after(async () => {
+  await server?.close();
+  await mailbox?.close();
+});
 
 async function signedIn() {
   const account = await newAccount(server);

@@ -9,17 +9,24 @@ import { replaceBackupCodes } from '../../src/accounts/backup-codes.ts';
 import { newTotpSecret, totpCode } from '../../src/accounts/totp.ts';
 import { trustDevice, isTrustedDevice } from '../../src/accounts/trusted-devices.ts';
 import { newAccount, newApp, tokensThroughPages } from '../helpers/oauth.ts';
+import { startMailbox, type Mailbox } from '../helpers/mail.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
-import { logInbox, maskTokens, newAddress, OwnIpClient, STRONG_PASSWORD, submitForm, type Inbox } from '../helpers/self-service.ts';
+import { smtpInbox, maskTokens, newAddress, OwnIpClient, STRONG_PASSWORD, submitForm, type Inbox } from '../helpers/self-service.ts';
 
 let server: TestServer;
+let mailbox: Mailbox;
 let inbox: Inbox;
 
 before(async () => {
-  server = await startServer({ env: { TRUST_PROXY: 'true' } });
-  inbox = logInbox(server);
+  // Messages go through a real SMTP server; codes and links are read from what it received.
+  mailbox = await startMailbox();
+  server = await startServer({ env: { TRUST_PROXY: 'true', SMTP_URL: mailbox.url } });
+  inbox = smtpInbox(mailbox);
 });
-after(() => server?.close());
+after(async () => {
+  await server?.close();
+  await mailbox?.close();
+});
 
 /** Asks for a reset of `email` in a new browser; answers the browser and the message. */
 async function askReset(email: string, browser = new OwnIpClient(server)) {

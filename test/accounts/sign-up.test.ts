@@ -8,19 +8,26 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { findAccountByLogin } from '../../src/accounts/accounts.ts';
 import { startLogin, newApp } from '../helpers/oauth.ts';
+import { startMailbox, type Mailbox } from '../helpers/mail.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
-import { submitForm, finishSignUp, logInbox, maskTokens, newAddress, OwnIpClient, startSignUp, STRONG_PASSWORD, type Inbox } from '../helpers/self-service.ts';
+import { submitForm, finishSignUp, smtpInbox, maskTokens, newAddress, OwnIpClient, startSignUp, STRONG_PASSWORD, type Inbox } from '../helpers/self-service.ts';
 
 let server: TestServer;
+let mailbox: Mailbox;
 let inbox: Inbox;
 let names = 0;
 const newUsername = () => `new${process.pid}u${++names}${Math.random().toString(36).slice(2, 6)}`;
 
 before(async () => {
-  server = await startServer({ env: { TRUST_PROXY: 'true' } });
-  inbox = logInbox(server);
+  // Messages go through a real SMTP server; codes and links are read from what it received.
+  mailbox = await startMailbox();
+  server = await startServer({ env: { TRUST_PROXY: 'true', SMTP_URL: mailbox.url } });
+  inbox = smtpInbox(mailbox);
 });
-after(() => server?.close());
+after(async () => {
+  await server?.close();
+  await mailbox?.close();
+});
 
 const events = async (kind: string) => server.app.database.db.selectFrom('security_events').select(['user_id', 'details']).where('kind', '=', kind).execute();
 

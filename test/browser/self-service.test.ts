@@ -10,21 +10,26 @@ import type { Browser, Page } from 'playwright-core';
 import { findAccountByLogin } from '../../src/accounts/accounts.ts';
 import { checkLayoutAndCapture, launchBrowser, startBrowserServer, withPage } from '../helpers/browser.ts';
 import { newAccount } from '../helpers/oauth.ts';
+import { startMailbox, type Mailbox } from '../helpers/mail.ts';
 import type { TestServer } from '../helpers/server.ts';
-import { logInbox, newAddress, STRONG_PASSWORD, type Inbox } from '../helpers/self-service.ts';
+import { smtpInbox, newAddress, STRONG_PASSWORD, type Inbox } from '../helpers/self-service.ts';
 
 describe('self-service accounts in a real browser', () => {
   let server: TestServer;
   let browser: Browser;
   let inbox: Inbox;
+  let mailbox: Mailbox;
 
   before(async () => {
-    [server, browser] = await Promise.all([startBrowserServer(), launchBrowser()]);
-    inbox = logInbox(server);
+    // Mail is delivered through a real SMTP server; the test reads the code from what it received.
+    mailbox = await startMailbox();
+    [server, browser] = await Promise.all([startBrowserServer({ env: { SMTP_URL: mailbox.url } }), launchBrowser()]);
+    inbox = smtpInbox(mailbox);
   });
   after(async () => {
     await browser?.close();
     await server?.close();
+    await mailbox?.close();
   });
 
   async function click(page: Page, name: string) {

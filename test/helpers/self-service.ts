@@ -22,37 +22,6 @@ export function readMail(to: string, text: string): ReceivedMail {
   return { to: to.toLowerCase(), text, code, link };
 }
 
-/** Polls `list` until it holds more than `seen` messages to `to`. */
-export function pollingInbox(list: () => ReceivedMail[]): Inbox {
-  const seen = new Map<string, number>();
-  return {
-    async next(to, timeoutMs = 10_000) {
-      const key = to.toLowerCase();
-      const deadline = Date.now() + timeoutMs;
-      for (;;) {
-        const mine = list().filter((mail) => mail.to === key);
-        const index = seen.get(key) ?? 0;
-        if (mine.length > index) {
-          seen.set(key, index + 1);
-          return mine[index]!;
-        }
-        assert.ok(Date.now() < deadline, `no message to ${to} within ${timeoutMs} ms`);
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
-    },
-  };
-}
-
-/** The messages a server without SMTP_URL wrote to its log. */
-export function logInbox(server: TestServer): Inbox {
-  return pollingInbox(() =>
-    server.logs.flatMap((line) => {
-      const mail = (JSON.parse(line) as { mail?: { to: string; text?: string; data?: unknown } }).mail;
-      return mail ? [readMail(mail.to, mail.text ?? JSON.stringify(mail.data))] : [];
-    }),
-  );
-}
-
 let addresses = 0;
 export const newAddress = (label = 'person') => `${label}${process.pid}x${++addresses}${Math.random().toString(36).slice(2, 8)}@example.com`;
 
