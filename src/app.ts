@@ -27,6 +27,7 @@ import { webPages } from './web/index.ts';
 import { mail, type MailPluginOptions } from './mail/index.ts';
 import { loadSecretsKey, type SecretsKeySource } from './secrets/secrets-key.ts';
 import { Secrets } from './secrets/sealed.ts';
+import { giveKeyPairsToAccountsWithout } from './accounts/key-pair.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -120,6 +121,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     app.log.warn({ path: secretsKey.source.path }, 'generated the secrets key (SECRETS_KEY unset): back this file up with the database; without it no private key can be read');
   }
   app.decorate('secrets', new Secrets(secretsKey.key));
+  backfillKeyPairs(app);
   app.decorate('config', config);
   app.decorate('database', database);
   app.decorate('redis', redis);
@@ -172,6 +174,24 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(v4Api, { prefix: '/v4' });
   await app.register(webPages);
   return app;
+}
+
+/**
+ * Accounts made before every account had a key pair get one, in the background once the server
+ * listens (see giveKeyPairsToAccountsWithout); closing the app waits for the account in hand.
+ */
+function backfillKeyPairs(app: FastifyInstance): void {
+  let stopping = false;
+  let running: Promise<unknown> = Promise.resolve();
+  app.addHook('onListen', async () => {
+    running = giveKeyPairsToAccountsWithout(app.database.db, app.secrets, app.log, () => stopping).catch((err) =>
+      app.log.error({ err }, 'giving key pairs to accounts without one failed; the next start tries again'),
+    );
+  });
+  app.addHook('preClose', async () => {
+    stopping = true;
+    await running;
+  });
 }
 
 /** Migrates the schema and creates the search indexes the database supports; idempotent. */

@@ -2,6 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import { isUniqueViolation } from '../db/errors.ts';
 import type { Schema } from '../db/schema.ts';
+import type { Secrets } from '../secrets/sealed.ts';
+import { newAccountKeyPair } from './key-pair.ts';
 import { passwordRefusal } from './password-rules.ts';
 import { hashPassword } from './passwords.ts';
 import { isBase32Secret, totpStep } from './totp.ts';
@@ -30,27 +32,30 @@ export async function checkNewPassword(password: string, userInputs: readonly (s
   if (refusal !== undefined) throw new AccountError(refusal);
 }
 
+/** Creates the account with its key pair (key-pair.ts); `secrets` is app.secrets. */
 export async function createAccount(
   db: Kysely<Schema>,
   input: { username: string; email: string; password: string; totpSecret?: string },
+  secrets: Secrets,
 ): Promise<string> {
   if (!USERNAME.test(input.username)) throw new AccountError('The username must be 3 to 32 letters, digits, dots, dashes or underscores');
   if (!EMAIL.test(input.email) || input.email.length > 254) throw new AccountError('The email address is not valid');
   await checkNewPassword(input.password, [input.username, input.email]);
   if (input.totpSecret !== undefined && !isBase32Secret(input.totpSecret)) throw new AccountError('The TOTP secret must be base32, at least 16 characters');
   const userId = randomUUID();
+  const [keyPair, passwordHash] = await Promise.all([newAccountKeyPair(secrets, userId), hashPassword(input.password)]);
   try {
     await db
       .insertInto('users')
       .values({
         user_id: userId,
-        public_key: null,
+        public_key: keyPair.publicKey,
         created_at: Date.now(),
         username: input.username,
         email: input.email.toLowerCase(),
-        password_hash: await hashPassword(input.password),
+        password_hash: passwordHash,
         totp_secret: input.totpSecret?.toUpperCase().replace(/=+$/, '') ?? null,
-        private_key: null,
+        private_key: keyPair.sealedPrivateKey,
       })
       .execute();
   } catch (error) {

@@ -7,7 +7,8 @@ import type { SendAccountMail } from './account-mail.ts';
 import { maskEmailAddress } from './account-names.ts';
 import { endAllDeviceTrust } from './trusted-devices.ts';
 import { endOtherWebSessions } from './web-sessions.ts';
-import { claimByFlow, claimByLink, endRequestsOfUser, issueRequest, type Purpose } from './verification-requests.ts';
+import type { Secrets } from '../secrets/sealed.ts';
+import { claimByFlow, claimByLink, endRequestsOfUser, issueRequest, restoreRequest, type Purpose } from './verification-requests.ts';
 
 /**
  * Sign-up, password reset and e-mail change (DESIGN "Self-service accounts"): what each step does
@@ -52,30 +53,33 @@ export type SignUpOutcome =
   | { kind: 'ended' };
 
 /**
- * Creates the account of a proven sign-up: the claim of the request and the account are one
- * transaction, so a failed creation (a username taken meanwhile) leaves the request to try again
- * and a second submission cannot create a second account.
+ * Creates the account of a proven sign-up. The request is claimed first (one DELETE … RETURNING:
+ * a second submission finds nothing and cannot create a second account); the account is then
+ * created with its key pair (createAccount), outside any transaction so no lock is held while the
+ * key is made. Should that fail (a username or address taken meanwhile), the claimed request is
+ * put back, so the person can choose another name.
  */
-export async function completeSignUp(db: Kysely<Schema>, send: SendAccountMail, links: Links, input: { flowToken: string; username: string; password: string }): Promise<SignUpOutcome> {
+export async function completeSignUp(
+  db: Kysely<Schema>,
+  secrets: Secrets,
+  send: SendAccountMail,
+  links: Links,
+  input: { flowToken: string; username: string; password: string },
+): Promise<SignUpOutcome> {
   if (await findAccountByLogin(db, input.username)) return { kind: 'username taken' };
-  let outcome: SignUpOutcome;
+  const request = await claimByFlow(db, 'sign_up', input.flowToken);
+  if (!request) return { kind: 'ended' };
+  let userId: string;
   try {
-    outcome = await db.transaction().execute(async (trx) => {
-      const request = await claimByFlow(trx, 'sign_up', input.flowToken);
-      if (!request) return { kind: 'ended' } as const;
-      const userId = await createAccount(trx, { username: input.username, email: request.address, password: input.password });
-      return { kind: 'created', userId, username: input.username, returnTo: request.return_to } as const;
-    });
+    userId = await createAccount(db, { username: input.username, email: request.address, password: input.password }, secrets);
   } catch (error) {
+    await restoreRequest(db, request);
     if (!(error instanceof AccountError) && !isUniqueViolation(error)) throw error;
-    // The transaction rolled back: which of the two was taken meanwhile?
     return (await findAccountByLogin(db, input.username)) ? { kind: 'username taken' } : { kind: 'email taken' };
   }
-  if (outcome.kind === 'created') await send(await emailOf(db, outcome.userId), { kind: 'welcome', data: { username: outcome.username, accountLink: `${links.baseUrl}/account` } });
-  return outcome;
+  await send(request.address, { kind: 'welcome', data: { username: input.username, accountLink: `${links.baseUrl}/account` } });
+  return { kind: 'created', userId, username: input.username, returnTo: request.return_to };
 }
-
-const emailOf = async (db: Kysely<Schema>, userId: string) => (await findAccount(db, userId))?.email ?? '';
 
 export type ResetOutcome = { kind: 'reset'; userId: string; sessionsEnded: number; deviceTrustsEnded: number } | { kind: 'ended' };
 

@@ -158,6 +158,11 @@ export async function claimByFlow(db: Kysely<Schema>, purpose: Purpose, flowToke
   return row as VerificationRequest | undefined;
 }
 
+/** Puts back a request claimed by claimByFlow whose purpose could not be carried out (a replacing request wins). */
+export async function restoreRequest(db: Kysely<Schema>, request: VerificationRequest): Promise<void> {
+  await db.insertInto('verification_requests').values(request).onConflict((conflict) => conflict.doNothing()).execute();
+}
+
 /** Claims (deletes) a request by its link token, in the caller's transaction. */
 export async function claimByLink(db: Kysely<Schema>, purpose: Purpose, linkToken: string, now = Date.now()): Promise<VerificationRequest | undefined> {
   if (!/^[A-Za-z0-9_-]{43}$/.test(linkToken)) return undefined;

@@ -9,6 +9,8 @@ import { migrateToLatest } from '../db/migrate.ts';
 import { isUuid, normalizeUuid } from '../http/uuid.ts';
 import { createApplication, deleteApplication, InvalidApplicationError, listApplications } from '../oauth/clients.ts';
 import { OAuthError } from '../oauth/errors.ts';
+import { loadSecretsKey } from '../secrets/secrets-key.ts';
+import { Secrets } from '../secrets/sealed.ts';
 
 /** Runs `action` against the configured database, migrated, and closes it afterwards. */
 async function withDatabase<T>(action: (database: Database) => Promise<T>): Promise<T> {
@@ -93,7 +95,7 @@ user
   .option('--json', 'print {"user_id"} only', false)
   .action(async (options: { username: string; email: string; password: string; totpSecret?: string; json: boolean }) => {
     const userId = await withDatabase((database) =>
-      createAccount(database.db, { username: options.username, email: options.email, password: options.password, ...(options.totpSecret ? { totpSecret: options.totpSecret } : {}) }),
+      createAccount(database.db, { username: options.username, email: options.email, password: options.password, ...(options.totpSecret ? { totpSecret: options.totpSecret } : {}) }, new Secrets(loadSecretsKey(loadConfig()).key)),
     );
     print(options.json ? { user_id: userId } : `user_id: ${userId}`);
   });

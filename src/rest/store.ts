@@ -69,7 +69,7 @@ function jsonMapper(definition: ClassDefinition): (row: Row, caller: Caller) => 
   // In an object literal, "__proto__" would set the prototype instead of a property.
   if ([definition.id.property, ...Object.keys(definition.properties)].includes('__proto__')) throw new Error(`${definition.name}: no property may be named __proto__`);
   const key = (text: string) => JSON.stringify(text);
-  const value = (property: PropertyDefinition, index: number) => (property.toJson ? `convert[${index}](row[${key(property.column)}])` : `row[${key(property.column)}]`);
+  const value = (property: PropertyDefinition, index: number) => (property.toJson ? `convert[${index}](row[${key(property.column)}], row)` : `row[${key(property.column)}]`);
   const literal = [`${key(definition.id.property)}: row[${key(definition.id.column)}]`];
   const after: string[] = [];
   for (const [index, [name, property]] of entries.entries()) {

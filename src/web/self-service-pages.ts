@@ -101,7 +101,7 @@ export async function selfServicePages(web: FastifyInstance): Promise<void> {
       const password = field(request, 'password');
       const problem = await passwordProblem(password, [username.value, proven.address]);
       if (problem) return again({ password: problem }, 400);
-      const outcome = await completeSignUp(db(), send, links, { flowToken: token, username: username.value, password });
+      const outcome = await completeSignUp(db(), web.secrets, send, links, { flowToken: token, username: username.value, password });
       if (outcome.kind === 'username taken') return again({ username: 'That username is taken (names differing only in capital letters count as the same). Choose another.' }, 409);
       if (outcome.kind === 'email taken') return again({ form: 'An account with this e-mail address was created meanwhile. Sign in, or reset its password.' }, 409);
       if (outcome.kind === 'ended') return signUpPage(reply, { step: 'email', error: { email: ENDED } }, 410);

@@ -95,7 +95,7 @@ describe('e-mail change', () => {
     assert.equal((await changeEmail(browser, { new_email: next, current_password: account.password })).status, 303);
     const link = await inbox.next(next);
     await inbox.next(account.email);
-    await createAccount(server.app.database.db, { username: `grab${Date.now()}`, email: next, password: STRONG_PASSWORD });
+    await createAccount(server.app.database.db, { username: `grab${Date.now()}`, email: next, password: STRONG_PASSWORD }, server.app.secrets);
     const opener = new OwnIpClient(server);
     const shown = await opener.fetch(link.link!);
     const answer = await submitForm(opener, shown.text, {}, /\/account\/verify$/);

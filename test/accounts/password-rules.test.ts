@@ -60,10 +60,10 @@ describe('wherever a password is set', () => {
 
   test('createAccount refuses a weak password and creates nothing', async () => {
     await assert.rejects(
-      createAccount(db(), { username: 'weak-one', email: 'weak-one@example.com', password: 'password123' }),
+      createAccount(db(), { username: 'weak-one', email: 'weak-one@example.com', password: 'password123' }, server.app.secrets),
       (error: Error) => error instanceof AccountError && /commonly used/.test(error.message),
     );
-    await assert.rejects(createAccount(db(), { username: 'weak-two', email: 'weak-two@example.com', password: 'weak-two-1' }), AccountError);
+    await assert.rejects(createAccount(db(), { username: 'weak-two', email: 'weak-two@example.com', password: 'weak-two-1' }, server.app.secrets), AccountError);
     assert.equal(await db().selectFrom('users').select('user_id').where('username', 'in', ['weak-one', 'weak-two']).executeTakeFirst(), undefined);
   });
 

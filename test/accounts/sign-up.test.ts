@@ -235,7 +235,7 @@ describe('sign-up', () => {
     await a.browser.submit('/account/sign-up', { code: a.mail.code! }, /\/code$/);
     // Someone else gets the account for the address first (the operator, say).
     const { createAccount } = await import('../../src/accounts/accounts.ts');
-    await createAccount(server.app.database.db, { username: newUsername(), email, password: STRONG_PASSWORD });
+    await createAccount(server.app.database.db, { username: newUsername(), email, password: STRONG_PASSWORD }, server.app.secrets);
     const answer = await a.browser.submit('/account/sign-up', { username: newUsername(), password: STRONG_PASSWORD }, /\/details$/);
     assert.equal(answer.status, 409);
     assert.match(answer.text, /created meanwhile/);

@@ -6,6 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { openAccountPrivateKey } from '../../src/accounts/key-pair.ts';
 import { after, before, describe, test } from 'node:test';
 import { totpCode } from '../../src/accounts/totp.ts';
 import { FormClient, REDIRECT_URI, pkcePair, startLogin, tokenRequest } from '../helpers/oauth.ts';
@@ -190,6 +191,10 @@ describe('admin CLI', () => {
     const signedIn = await signIn('alice@example.com', 'second password', { secret: OTHER_SECRET });
     assert.ok(signedIn.signedIn);
     assert.equal((await whoAmI(signedIn.tokens.body.access_token)).userId, created.user_id);
+    // With its key pair, sealed under the key the server uses too (SECRETS_KEY, or the file beside SQLite).
+    const row = await server.app.database.db.selectFrom('users').select(['public_key', 'private_key']).where('user_id', '=', created.user_id).executeTakeFirstOrThrow();
+    assert.equal((await server.request('GET', `/v1/user.php/${created.user_id}`)).body.public_key, row.public_key);
+    assert.match(openAccountPrivateKey(row.private_key, created.user_id, row.public_key) ?? 'unreadable', /^-----BEGIN PRIVATE KEY-----/);
   });
 
   test('user create --totp-secret (text mode prints "user_id: …") asks for codes of that secret', async () => {
