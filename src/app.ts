@@ -27,7 +27,7 @@ import { webPages } from './web/index.ts';
 import { mail, type MailPluginOptions } from './mail/index.ts';
 import { loadSecretsKey, type SecretsKeySource } from './secrets/secrets-key.ts';
 import { Secrets } from './secrets/sealed.ts';
-import { giveKeyPairsToAccountsWithout } from './accounts/key-pair.ts';
+import { giveKeyPairsToAccountsWithout, hasKeysSealedUnderAnotherKey } from './accounts/key-pair.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -184,6 +184,9 @@ function backfillKeyPairs(app: FastifyInstance): void {
   let stopping = false;
   let running: Promise<unknown> = Promise.resolve();
   app.addHook('onListen', async () => {
+    if (await hasKeysSealedUnderAnotherKey(app.database.db, app.secrets.keyId)) {
+      app.log.error('some private keys in the database were sealed under another secrets key and cannot be read: restore the secrets key file (or SECRETS_KEY) that was used with this database');
+    }
     running = giveKeyPairsToAccountsWithout(app.database.db, app.secrets, app.log, () => stopping).catch((err) =>
       app.log.error({ err }, 'giving key pairs to accounts without one failed; the next start tries again'),
     );

@@ -79,3 +79,18 @@ export async function giveKeyPairsToAccountsWithout(db: Kysely<Schema>, secrets:
   if (given > 0) log.info({ accounts: given }, 'gave a key pair to accounts that had none');
   return given;
 }
+
+/**
+ * Whether some stored private key was sealed under another key than `keyId`: the secrets key
+ * was lost or replaced (a database restored without its key file), and those keys cannot be read.
+ */
+export async function hasKeysSealedUnderAnotherKey(db: Kysely<Schema>, keyId: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('users')
+    .select('user_id')
+    .where('private_key', 'is not', null)
+    .where('private_key', 'not like', `v1.${keyId}.%`)
+    .limit(1)
+    .executeTakeFirst();
+  return row !== undefined;
+}

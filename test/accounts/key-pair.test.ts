@@ -125,6 +125,20 @@ test('replacing publicKey (users:update) leaves the stored private key unreadabl
   assert.equal(ignored.body.privateKey, original.privateKey, 'privateKey is read-only: ignored in a write');
 });
 
+test('started with another secrets key: the log says the stored private keys cannot be read', async () => {
+  const other = await startServer({ database, env: { SECRETS_KEY: Buffer.alloc(32, 9).toString('base64') } });
+  try {
+    const deadline = Date.now() + 10_000;
+    while (!other.logs.some((line) => line.includes('sealed under another secrets key')) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    const line = other.logs.find((entry) => entry.includes('sealed under another secrets key'));
+    assert.ok(line, 'an error at start');
+    assert.equal(JSON.parse(line).level, 50);
+    // (Whether it serves them is not seen here: this test process holds the first server's key too.)
+  } finally {
+    await other.close();
+  }
+});
+
 describe('accounts made before key pairs', () => {
   test('get one when the server next starts, sealed under its key; users who set their own key keep it', async () => {
     const db = server.app.database.db;
