@@ -269,6 +269,7 @@ describe('sign-up closed', () => {
     for (const path of ['/account/sign-up', '/account/sign-up?restart']) assert.equal((await client.fetch(path)).status, 404, path);
     const signIn = await client.fetch('/account/sign-in');
     assert.doesNotMatch(signIn.text, /Create an account/);
+    assert.doesNotMatch((await client.fetch('/')).text, /sign-up/, 'nor the home page');
     assert.match(signIn.text, /Forgot your password\?/);
     const page = await client.fetch('/account/forgot');
     const csrf = /name="_csrf" value="([^"]+)"/.exec(page.text)![1]!;
