@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AccountMail, SendAccountMail } from '../accounts/account-mail.ts';
 import type { MailData, MailKind } from '../mail/index.ts';
 import { attemptLimit, countAttempt, type AttemptLimit } from '../http/attempt-limits.ts';
+import { field as formField } from './pages.ts';
 
 /** What the self-service pages share: their request limits, the mail sender, the flow cookies and the return address. */
 
@@ -66,8 +67,5 @@ export function safeReturnTo(value: unknown): string | null {
 
 type FormRequest = FastifyRequest<{ Body: Record<string, unknown> | undefined }>;
 
-/** A form field as one string: a missing or repeated field is ''. */
-export const field = (request: FormRequest, name: string): string => {
-  const value = request.body?.[name];
-  return typeof value === 'string' ? value : '';
-};
+/** A form field of the request as one string: a missing or repeated field is '' (pages.ts). */
+export const field = (request: FormRequest, name: string): string => formField(request.body, name);
