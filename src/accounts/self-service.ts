@@ -130,7 +130,10 @@ export async function requestEmailChange(
 
 export type EmailChangeOutcome = { kind: 'changed'; userId: string; oldEmail: string | null; newEmail: string } | { kind: 'taken' } | { kind: 'ended' };
 
-/** Opens an e-mail change link: the claim and the new address are one transaction (taken meanwhile: the link still works later). */
+/**
+ * Opens an e-mail change link: the claim, the new address and the end of the account's other
+ * requests are one transaction (taken meanwhile: nothing changes and the link still works later).
+ */
 export async function confirmEmailChange(db: Kysely<Schema>, linkToken: string): Promise<EmailChangeOutcome> {
   try {
     return await db.transaction().execute(async (trx) => {
@@ -139,6 +142,8 @@ export async function confirmEmailChange(db: Kysely<Schema>, linkToken: string):
       const account = await findAccount(trx, request.user_id);
       if (!account) return { kind: 'ended' } as const;
       await trx.updateTable('users').set({ email: request.address }).where('user_id', '=', request.user_id).execute();
+      // A reset code or link still on its way to the old address no longer works.
+      await endRequestsOfUser(trx, request.user_id);
       return { kind: 'changed', userId: request.user_id, oldEmail: account.email, newEmail: request.address } as const;
     });
   } catch (error) {

@@ -51,6 +51,13 @@ describe('e-mail change', () => {
     assert.ok(!notice.text.includes(next), 'and not the whole new address');
     assert.equal((await findAccount(server.app.database.db, account.userId))?.email, account.email, 'nothing changes before the link');
 
+    // A reset asked for at the old address meanwhile…
+    const resetter = new OwnIpClient(server);
+    const forgot = await resetter.fetch('/account/forgot');
+    assert.equal((await resetter.submitOn(forgot.text, { email: account.email }, /^\/account\/forgot$/)).status, 303);
+    const resetMail = await inbox.next(account.email);
+    const codePage = await resetter.fetch('/account/forgot');
+
     const opener = new OwnIpClient(server);
     const shown = await opener.fetch(link.link!);
     assert.equal(shown.status, 200);
@@ -59,6 +66,8 @@ describe('e-mail change', () => {
     assert.equal(done.status, 200, done.text);
     assert.equal((await findAccount(server.app.database.db, account.userId))?.email, next.toLowerCase());
     assert.equal((await submitForm(opener, shown.text, {}, /\/account\/verify$/)).status, 410, 'the link works once');
+    const lateReset = await resetter.submitOn(codePage.text, { code: resetMail.code! }, /\/code$/);
+    assert.equal(lateReset.status, 410, '…no longer works once the address changed');
     const events = await server.app.database.db.selectFrom('security_events').select('event_id').where('kind', '=', 'email_changed').where('user_id', '=', account.userId).execute();
     assert.equal(events.length, 1);
     const mine = await browser.fetch('/account');
