@@ -2,6 +2,7 @@
 // mods, engrams, documents, projects) and through the service's own modules where every request
 // needs a fresh single-use secret (authorization codes, refresh tokens).
 import { createHash, generateKeyPairSync, randomBytes, randomUUID, sign, type KeyObject } from 'node:crypto';
+import { Secrets as SealingKey } from '../src/secrets/sealed.ts';
 import { createAccount } from '../src/accounts/accounts.ts';
 import { loadConfig } from '../src/config.ts';
 import { openDatabase } from '../src/db/connection.ts';
@@ -29,7 +30,7 @@ export async function mintSecrets(databaseUrl: string, count: number): Promise<S
   try {
     await migrateToLatest(db);
     const tag = randomBytes(4).toString('hex');
-    const userId = await createAccount(db, { username: `bench_${tag}`, email: `bench_${tag}@example.com`, password: 'benchmark password' });
+    const userId = await createAccount(db, { username: `bench_${tag}`, email: `bench_${tag}@example.com`, password: 'benchmark password' }, new SealingKey(randomBytes(32)));
     const { clientId } = await createApplication(db, { name: 'Benchmark', redirectUris: [REDIRECT_URI], scopes: ['common', 'users:read'], confidential: false });
     const codeVerifier = randomBytes(32).toString('base64url');
     const codeChallenge = createHash('sha256').update(codeVerifier).digest('base64url');

@@ -21,7 +21,7 @@ rmSync(out, { recursive: true, force: true });
 const require = createRequire(import.meta.url);
 const tsc = require.resolve('typescript/bin/tsc');
 execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json', '--outDir', out], { stdio: 'inherit' });
-for (const dir of ['web/templates', 'web/assets']) cpSync(`src/${dir}`, `${out}/${dir}`, { recursive: true });
+for (const dir of ['web/templates', 'web/assets', 'mail/templates']) cpSync(`src/${dir}`, `${out}/${dir}`, { recursive: true });
 
 const { build } = await import('esbuild');
 /** A module's import.meta.url inside the bundle is the one it has in dist/, where its files are copied. */
@@ -48,7 +48,9 @@ const common = {
   sourcemap: 'linked',
   // Native addons, and packages that read files beside their own code (swagger-ui's assets), stay
   // in node_modules; pg-native is an optional peer of pg that the service does not use.
-  external: ['better-sqlite3', '@node-rs/argon2', '@fastify/swagger-ui', 'pg-native'],
+  // The password dictionaries (zxcvbn-ts, several MiB) are loaded on the first password set, not
+  // parsed with the bundle at every start.
+  external: ['better-sqlite3', '@node-rs/argon2', '@fastify/swagger-ui', 'pg-native', '@zxcvbn-ts/*'],
   // The CommonJS dependencies inside an ES module bundle need require, __filename and __dirname.
   banner: {
     js: [

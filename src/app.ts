@@ -25,6 +25,10 @@ import { discoveryRoute, oauthEndpoints } from './oauth/index.ts';
 import { findAccessToken } from './oauth/sessions.ts';
 import { registerClasses } from './rest/routes.ts';
 import { webPages } from './web/index.ts';
+import { mail, type MailPluginOptions } from './mail/index.ts';
+import { loadSecretsKey, type SecretsKeySource } from './secrets/secrets-key.ts';
+import { Secrets } from './secrets/sealed.ts';
+import { giveKeyPairsToAccountsWithout, hasKeysSealedUnderAnotherKey } from './accounts/key-pair.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -36,6 +40,8 @@ declare module 'fastify' {
     rateLimitNamespace: string;
     /** Deletes expired rows in the background while the server listens. */
     purger: Purger;
+    /** Seals and opens secrets kept at rest (AES-256-GCM under SECRETS_KEY). */
+    secrets: Secrets;
   }
 }
 
@@ -49,6 +55,10 @@ export interface AppOptions {
   purgeIntervalMs?: number;
   /** False when the schema is already migrated (cluster workers: the primary migrated it). */
   migrate?: boolean;
+  /** The secrets key, loaded beforehand (server.ts does, to stop a bad start early); else loaded here. */
+  secretsKey?: { key: Buffer; source: SecretsKeySource };
+  /** Mail options (tests: shorter retry delays). */
+  mail?: MailPluginOptions;
 }
 
 registerAjvFormats();
@@ -66,6 +76,7 @@ async function v4Api(api: FastifyInstance): Promise<void> {
 
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const { config } = options;
+  const secretsKey = options.secretsKey ?? loadSecretsKey(config);
   const database = openDatabase(config.database);
   const startupWarnings: string[] = [];
   try {
@@ -108,6 +119,11 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     .setValidatorCompiler(validatorCompiler);
 
   for (const warning of startupWarnings) app.log.warn(warning);
+  if (secretsKey.source.kind === 'file' && secretsKey.source.created) {
+    app.log.warn({ path: secretsKey.source.path }, 'generated the secrets key (SECRETS_KEY unset): back this file up with the database; without it no private key can be read');
+  }
+  app.decorate('secrets', new Secrets(secretsKey.key));
+  backfillKeyPairs(app);
   app.decorate('config', config);
   app.decorate('database', database);
   app.decorate('redis', redis);
@@ -151,6 +167,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     brotliOptions: { params: { [zlibConstants.BROTLI_PARAM_QUALITY]: 4 } },
   });
   await metricsEndpoint(app);
+  await app.register(mail, options.mail ?? {});
   await openApi(app);
   await app.register(healthRoutes);
   await app.register(legacyApi, { prefix: '/v1' });
@@ -159,6 +176,27 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(v4Api, { prefix: '/v4' });
   await app.register(webPages);
   return app;
+}
+
+/**
+ * Accounts made before every account had a key pair get one, in the background once the server
+ * listens (see giveKeyPairsToAccountsWithout); closing the app waits for the account in hand.
+ */
+function backfillKeyPairs(app: FastifyInstance): void {
+  let stopping = false;
+  let running: Promise<unknown> = Promise.resolve();
+  app.addHook('onListen', async () => {
+    if (await hasKeysSealedUnderAnotherKey(app.database.db, app.secrets.keyId)) {
+      app.log.error('some private keys in the database were sealed under another secrets key and cannot be read: restore the secrets key file (or SECRETS_KEY) that was used with this database');
+    }
+    running = giveKeyPairsToAccountsWithout(app.database.db, app.secrets, app.log, () => stopping).catch((err) =>
+      app.log.error({ err }, 'giving key pairs to accounts without one failed; the next start tries again'),
+    );
+  });
+  app.addHook('preClose', async () => {
+    stopping = true;
+    await running;
+  });
 }
 
 /** Migrates the schema and creates the search indexes the database supports; idempotent. */

@@ -18,6 +18,10 @@ const EnvSchema = Type.Object({
   WORKERS: Type.String({ pattern: '^(auto|[1-9][0-9]{0,2})$', default: '1' }),
   METRICS_TOKEN: Type.Optional(Type.String({ minLength: 1 })),
   LOG_LEVEL: Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], { default: 'info' }),
+  SIGN_UP: Type.Enum(['open', 'closed'], { default: 'open' }),
+  SMTP_URL: Type.Optional(Type.String({ pattern: '^smtps?://[^\\s]+$' })),
+  MAIL_FROM: Type.Optional(Type.String({ minLength: 1 })),
+  SECRETS_KEY: Type.Optional(Type.String({ minLength: 1 })),
 });
 
 type Env = Static<typeof EnvSchema>;
@@ -41,6 +45,18 @@ export interface Config {
   workers: number;
   /** Bearer token that GET /metrics requires; undefined = no /metrics. */
   metricsToken: string | undefined;
+  /** SIGN_UP: whether anyone may create an account through the sign-up pages. */
+  signUp: 'open' | 'closed';
+  /** SMTP_URL: outgoing mail server; undefined = every message is written to the log instead. */
+  smtpUrl: string | undefined;
+  /** MAIL_FROM: the sender of every message (an address, or `Name <address>`). */
+  mailFrom: string;
+  /**
+   * SECRETS_KEY decoded (32 bytes): encrypts secrets kept at rest. Undefined: generated beside a
+   * SQLite database (see src/secrets/secrets-key.ts). Not enumerable, so no log of the
+   * configuration can carry it.
+   */
+  readonly secretsKey: Buffer | undefined;
 }
 
 export class ConfigError extends Error {}
@@ -56,7 +72,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   }
   const baseUrl = (parsed.BASE_URL ?? `http://localhost:${parsed.PORT}`).replace(/\/+$/, '');
   const url = new URL(baseUrl);
-  return {
+  const config: Omit<Config, 'secretsKey'> = {
     port: parsed.PORT,
     host: parsed.HOST,
     baseUrl,
@@ -72,7 +88,33 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     trustProxy: parseTrustProxy(parsed.TRUST_PROXY),
     workers: parsed.WORKERS === 'auto' ? availableParallelism() : Number(parsed.WORKERS),
     metricsToken: parsed.METRICS_TOKEN,
+    signUp: parsed.SIGN_UP as 'open' | 'closed',
+    smtpUrl: parsed.SMTP_URL,
+    mailFrom: parseMailFrom(parsed.MAIL_FROM, url.hostname),
   };
+  const secretsKey = parsed.SECRETS_KEY === undefined ? undefined : parseSecretsKey(parsed.SECRETS_KEY, 'SECRETS_KEY');
+  return Object.defineProperty(config, 'secretsKey', { value: secretsKey, enumerable: false }) as Config;
+}
+
+/** 32 bytes in standard or URL-safe base64 (padding optional), e.g. from `openssl rand -base64 32`. */
+export function parseSecretsKey(text: string, source: string): Buffer {
+  const trimmed = text.trim();
+  const key = /^[A-Za-z0-9+/_-]{43}=?$/.test(trimmed) ? Buffer.from(trimmed.replace(/-/g, '+').replace(/_/g, '/'), 'base64') : undefined;
+  if (!key || key.length !== 32) throw new ConfigError(`${source} must be 32 random bytes in base64 (e.g. the output of: openssl rand -base64 32)`);
+  return key;
+}
+
+const ADDRESS = /^[^\s@<>()",;:\\[\]]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$/;
+
+/** MAIL_FROM: `address` or `Display Name <address>`; never a line break (it becomes a header). */
+function parseMailFrom(value: string | undefined, host: string): string {
+  if (value === undefined) return `no-reply@${host.replace(/^\[|\]$/g, '')}`;
+  const named = /^([^<>"\\]*?)\s*<([^<>]+)>$/.exec(value);
+  const address = named ? named[2]! : value;
+  if (/[\r\n\u0000]/.test(value) || !ADDRESS.test(address)) {
+    throw new ConfigError('MAIL_FROM has an invalid value (expected an address such as no-reply@example.com, or Name <no-reply@example.com>)');
+  }
+  return value;
 }
 
 /** "true"/"false", a hop count, or a comma-separated list of proxy addresses or CIDRs. */
@@ -104,6 +146,8 @@ function describePattern(variable: string): string {
       return 'expected redis://…';
     case 'WORKERS':
       return 'expected a number of processes from 1 to 999, or auto (one per core)';
+    case 'SMTP_URL':
+      return 'expected smtp://user:pass@host:587 or smtps://user:pass@host:465';
     case 'WORKSHOP_URL':
       return 'expected an http(s) URL containing {id}';
     default:

@@ -5,6 +5,7 @@ import { buildApp, prepareSchema } from './app.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { openDatabase } from './db/connection.ts';
 import { serveClusterMetrics } from './http/metrics.ts';
+import { loadSecretsKey } from './secrets/secrets-key.ts';
 
 /** Sent by the primary to a worker: finish the requests in flight and exit. */
 const SHUTDOWN = 'content-service:shutdown';
@@ -13,8 +14,10 @@ const DRAIN_MS = 15_000;
 
 async function main(): Promise<void> {
   let config;
+  let secretsKey;
   try {
     config = loadConfig();
+    secretsKey = loadSecretsKey(config);
   } catch (error) {
     if (error instanceof ConfigError) {
       process.stderr.write(`configuration error: ${error.message}\n`);
@@ -22,17 +25,17 @@ async function main(): Promise<void> {
     }
     throw error;
   }
-  if (cluster.isWorker) await serve(config, { worker: true });
+  if (cluster.isWorker) await serve(config, { worker: true, secretsKey });
   else if (config.workers > 1) await supervise(config);
-  else await serve(config, { worker: false });
+  else await serve(config, { worker: false, secretsKey });
 }
 
 /** One server process: the only one (WORKERS=1) or a worker of the cluster sharing the port. */
-async function serve(config: Config, { worker }: { worker: boolean }): Promise<void> {
+async function serve(config: Config, { worker, secretsKey }: { worker: boolean; secretsKey: ReturnType<typeof loadSecretsKey> }): Promise<void> {
   // Asynchronous writes coalesce log lines under load instead of one write() per line; pino
   // flushes what is pending when the process exits.
   const logStream = pino.destination({ dest: 1, sync: false });
-  const app = await buildApp({ config, logStream, migrate: !worker });
+  const app = await buildApp({ config, logStream, migrate: !worker, secretsKey });
   let closing = false;
   const closer = closeWithGrace({ delay: 10_000, ...(worker ? { skip: ['SIGINT'] } : {}) }, async ({ signal, err }) => {
     closing = true;

@@ -6,8 +6,8 @@
  * its security event. Outcomes are unions the page turns into a section error or a redirect.
  */
 import { endAllSessionsOfUser, endSessionOfUser } from '../oauth/sessions.ts';
-import { AccountError, checkPassword, enableTotpSecret, setTotpSecret, storePasswordHash, type Account } from './accounts.ts';
-import { countBackupCodes, replaceBackupCodes } from './backup-codes.ts';
+import { AccountError, checkNewPassword, enableTotpSecret, setTotpSecret, storePasswordHash, type Account } from './accounts.ts';
+import { countBackupCodes, removeBackupCodes, replaceBackupCodes } from './backup-codes.ts';
 import { hashPassword } from './passwords.ts';
 import { recordSecurityEvent, type NewSecurityEvent } from './security-events.ts';
 import { checkCurrentPassword, checkNewTotpCode, checkTwoStepCode, type Limited, type SignInContext, type Wrong } from './sign-in.ts';
@@ -34,7 +34,7 @@ export async function changePassword(
   input: { currentPassword: string; newPassword: string; session: WebSession | null },
 ): Promise<{ kind: 'changed' } | Invalid | Wrong | Limited> {
   try {
-    checkPassword(input.newPassword);
+    await checkNewPassword(input.newPassword, [account.username, account.email]);
   } catch (error) {
     if (error instanceof AccountError) return { kind: 'invalid', message: `${error.message}.` };
     throw error;

@@ -2,7 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import { isUniqueViolation } from '../db/errors.ts';
 import type { Schema } from '../db/schema.ts';
-import { hashPassword, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from './passwords.ts';
+import type { Secrets } from '../secrets/sealed.ts';
+import { newAccountKeyPair } from './key-pair.ts';
+import { passwordRefusal } from './password-rules.ts';
+import { hashPassword } from './passwords.ts';
 import { isBase32Secret, totpStep } from './totp.ts';
 import { endAllDeviceTrust } from './trusted-devices.ts';
 import { removeBackupCodes } from './backup-codes.ts';
@@ -21,32 +24,39 @@ export class AccountError extends Error {}
 export const USERNAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{2,31}$/;
 const EMAIL = /^[^\s@]{1,64}@[^\s@]+\.[^\s@]{2,}$/;
 
-export function checkPassword(password: string): void {
-  if (password.length < MIN_PASSWORD_LENGTH) throw new AccountError(`The password must have at least ${MIN_PASSWORD_LENGTH} characters`);
-  if (password.length > MAX_PASSWORD_LENGTH) throw new AccountError(`The password must have at most ${MAX_PASSWORD_LENGTH} characters`);
+/**
+ * Throws an AccountError saying why `password` may not be set (password-rules.ts); `userInputs`
+ * (the username, the e-mail address) count as easy to guess. Asynchronous: await it.
+ */
+export async function checkNewPassword(password: string, userInputs: readonly (string | null | undefined)[]): Promise<void> {
+  const refusal = await passwordRefusal(password, userInputs);
+  if (refusal !== undefined) throw new AccountError(refusal);
 }
 
+/** Creates the account with its key pair (key-pair.ts); `secrets` is app.secrets. */
 export async function createAccount(
   db: Kysely<Schema>,
   input: { username: string; email: string; password: string; totpSecret?: string },
+  secrets: Secrets,
 ): Promise<string> {
   if (!USERNAME.test(input.username)) throw new AccountError('The username must be 3 to 32 letters, digits, dots, dashes or underscores');
   if (!EMAIL.test(input.email) || input.email.length > 254) throw new AccountError('The email address is not valid');
-  checkPassword(input.password);
+  await checkNewPassword(input.password, [input.username, input.email]);
   if (input.totpSecret !== undefined && !isBase32Secret(input.totpSecret)) throw new AccountError('The TOTP secret must be base32, at least 16 characters');
   const userId = randomUUID();
+  const [keyPair, passwordHash] = await Promise.all([newAccountKeyPair(secrets, userId), hashPassword(input.password)]);
   try {
     await db
       .insertInto('users')
       .values({
         user_id: userId,
-        public_key: null,
+        public_key: keyPair.publicKey,
         created_at: Date.now(),
         username: input.username,
         email: input.email.toLowerCase(),
-        password_hash: await hashPassword(input.password),
+        password_hash: passwordHash,
         totp_secret: input.totpSecret?.toUpperCase().replace(/=+$/, '') ?? null,
-        private_key: null,
+        private_key: keyPair.sealedPrivateKey,
       })
       .execute();
   } catch (error) {
@@ -86,7 +96,8 @@ const inTransaction = <T>(db: Kysely<Schema>, work: (trx: Kysely<Schema>) => Pro
 
 /** Sets the password; every device trusted to skip the two-step code is trusted no longer. */
 export async function setPassword(db: Kysely<Schema>, userId: string, password: string): Promise<boolean> {
-  checkPassword(password);
+  const account = await findAccount(db, userId);
+  await checkNewPassword(password, [account?.username, account?.email]);
   const passwordHash = await hashPassword(password);
   return inTransaction(db, async (trx) => {
     const stored = await storePasswordHash(trx, userId, passwordHash);

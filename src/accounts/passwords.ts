@@ -5,7 +5,7 @@ const argon2 = () => import('@node-rs/argon2');
 // algorithm 2 is Argon2id (a const enum in the typings, which verbatimModuleSyntax cannot import).
 const OPTIONS = { algorithm: 2, memoryCost: 19_456, timeCost: 2, parallelism: 1 };
 
-export const MIN_PASSWORD_LENGTH = 8;
+export const MIN_PASSWORD_LENGTH = 10;
 export const MAX_PASSWORD_LENGTH = 1024;
 
 export async function hashPassword(password: string): Promise<string> {

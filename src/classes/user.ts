@@ -1,5 +1,6 @@
 import { badRequest } from '../http/errors.ts';
 import { InvalidPublicKeyError, normalizePublicKey } from '../accounts/public-key.ts';
+import { openAccountPrivateKey } from '../accounts/key-pair.ts';
 import { defineClass } from '../rest/definition.ts';
 import { nullableTextProperty, timestampProperty } from '../rest/properties.ts';
 import { UserInputs as inputs, UserProperties as schemas } from './schemas.ts';
@@ -25,7 +26,13 @@ export const User = defineClass({
   properties: {
     username: nullableTextProperty('username', { writable: true, required: true, schema: schemas.username, input: inputs.username }),
     publicKey: nullableTextProperty('public_key', { writable: true, schema: schemas.publicKey, input: inputs.publicKey, fromJson: publicKeyFromJson }),
-    privateKey: nullableTextProperty('private_key', { schema: schemas.privateKey, readScope: 'users.private_key:read', shownWhen: (row, caller) => row.user_id === caller.userId }),
+    privateKey: nullableTextProperty('private_key', {
+      schema: schemas.privateKey,
+      readScope: 'users.private_key:read',
+      shownWhen: (row, caller) => row.user_id === caller.userId,
+      // Stored sealed; it opens only while publicKey is the key it was made with (accounts/key-pair.ts).
+      toJson: (sealed: string | null, row) => openAccountPrivateKey(sealed, row.user_id, row.public_key),
+    }),
     createdAt: timestampProperty('created_at', { schema: schemas.createdAt }),
   },
   sortable: ['username', 'createdAt'],

@@ -1,14 +1,16 @@
-import { existsSync } from 'node:fs';
+import { chmodSync, constants, copyFileSync, existsSync } from 'node:fs';
 import { Command, InvalidArgumentError } from 'commander';
 import { AccountError, createAccount, findAccount, findAccountByLogin, setPassword, setTotpSecret } from '../accounts/accounts.ts';
 import { listSecurityEvents, recordSecurityEvent } from '../accounts/security-events.ts';
 import { newTotpSecret, isBase32Secret, totpUri } from '../accounts/totp.ts';
-import { ConfigError, loadConfig } from '../config.ts';
+import { ConfigError, loadConfig, type Config } from '../config.ts';
 import { BackupError, openDatabase, type Database } from '../db/connection.ts';
 import { migrateToLatest } from '../db/migrate.ts';
 import { isUuid, normalizeUuid } from '../http/uuid.ts';
 import { createApplication, deleteApplication, InvalidApplicationError, listApplications } from '../oauth/clients.ts';
 import { OAuthError } from '../oauth/errors.ts';
+import { loadSecretsKey, secretsKeyFile } from '../secrets/secrets-key.ts';
+import { Secrets } from '../secrets/sealed.ts';
 
 /** Runs `action` against the configured database, migrated, and closes it afterwards. */
 async function withDatabase<T>(action: (database: Database) => Promise<T>): Promise<T> {
@@ -93,7 +95,7 @@ user
   .option('--json', 'print {"user_id"} only', false)
   .action(async (options: { username: string; email: string; password: string; totpSecret?: string; json: boolean }) => {
     const userId = await withDatabase((database) =>
-      createAccount(database.db, { username: options.username, email: options.email, password: options.password, ...(options.totpSecret ? { totpSecret: options.totpSecret } : {}) }),
+      createAccount(database.db, { username: options.username, email: options.email, password: options.password, ...(options.totpSecret ? { totpSecret: options.totpSecret } : {}) }, new Secrets(loadSecretsKey(loadConfig()).key)),
     );
     print(options.json ? { user_id: userId } : `user_id: ${userId}`);
   });
@@ -178,19 +180,45 @@ function parseLimit(value: string): number {
 
 program
   .command('backup')
-  .description('Copy the SQLite database to a new file, consistently, while the server runs (PostgreSQL: use pg_dump)')
+  .description('Copy the SQLite database to a new file, consistently, while the server runs, with the secrets key beside it (PostgreSQL: use pg_dump)')
   .requiredOption('--to <file>', 'the backup file to create (must not exist)')
   .action(async (options: { to: string }) => {
-    const target = loadConfig().database;
+    const config = loadConfig();
+    const target = config.database;
     if (target.kind === 'sqlite' && !existsSync(target.path)) throw new BackupError(`No database at ${target.path}`);
     const database = openDatabase(target);
     try {
       await database.backup(options.to);
+    } catch (error) {
+      if (error instanceof BackupError && target.kind === 'postgres') {
+        throw new BackupError(`${error.message}. Keep SECRETS_KEY with the dump: without it no private key in it can be read`);
+      }
+      throw error;
     } finally {
       await database.close();
     }
     print(`backed up to ${options.to}`);
+    print(backUpSecretsKey(config, options.to));
   });
+
+/**
+ * The secrets key goes with a backup (without it no private key in the backup can be read): the
+ * key file beside a SQLite database is copied beside the backup; SECRETS_KEY is only named.
+ */
+function backUpSecretsKey(config: Config, backup: string): string {
+  if (config.secretsKey) return 'secrets key: SECRETS_KEY (not copied): keep it with the backup, without it no private key in the backup can be read';
+  if (config.database.kind !== 'sqlite') return '';
+  const keyFile = secretsKeyFile(config.database.path);
+  if (!existsSync(keyFile)) return `secrets key: none yet at ${keyFile} (the server creates it on its first start)`;
+  const copy = `${backup}.secrets.key`;
+  try {
+    copyFileSync(keyFile, copy, constants.COPYFILE_EXCL);
+    chmodSync(copy, 0o600);
+  } catch (error) {
+    throw new BackupError(`the database is backed up, but the secrets key could not be copied to ${copy} (${(error as Error).message}); copy ${keyFile} yourself`);
+  }
+  return `secrets key copied to ${copy}: restore it as ${keyFile} beside the database, or set SECRETS_KEY to its content`;
+}
 
 program.parseAsync().catch((error: unknown) => {
   const known = error instanceof AccountError || error instanceof BackupError || error instanceof InvalidApplicationError || error instanceof ConfigError || error instanceof OAuthError || error instanceof InvalidArgumentError;

@@ -9,6 +9,7 @@ import * as m006 from './migrations/006_expiry_indexes.ts';
 import * as m007 from './migrations/007_security_events.ts';
 import * as m009 from './migrations/009_content_versions.ts';
 import * as m010 from './migrations/010_backup_codes.ts';
+import * as m012 from './migrations/012_verification_requests.ts';
 import * as m013 from './migrations/013_developer_applications.ts';
 import * as m014 from './migrations/014_passkeys.ts';
 
@@ -22,6 +23,7 @@ const migrations: Record<string, Migration> = {
   '007_security_events': m007,
   '009_content_versions': m009,
   '010_backup_codes': m010,
+  '012_verification_requests': m012,
   '013_developer_applications': m013,
   '014_passkeys': m014,
 };

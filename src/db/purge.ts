@@ -33,6 +33,8 @@ export const EXPIRING_ROWS: readonly ExpiringRows[] = [
   { table: 'trusted_devices', key: 'device_hash', column: 'created_at', keepMs: 30 * DAY_MS },
   // A passkey challenge lives 5 minutes (an answered one is deleted at once).
   { table: 'passkey_challenges', key: 'challenge', column: 'expires_at' },
+  // One-time codes and links of sign-up, reset and e-mail change.
+  { table: 'verification_requests', key: 'request_id', column: 'expires_at' },
   // Security events are kept for 90 days (DESIGN "Operations").
   { table: 'security_events', key: 'event_id', column: 'created_at', keepMs: 90 * DAY_MS },
 ];

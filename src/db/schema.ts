@@ -182,6 +182,27 @@ export interface SecurityEventsTable {
   created_at: number;
 }
 
+/** A one-time code and link of sign-up, password reset or e-mail change (migration 012). */
+export interface VerificationRequestsTable {
+  request_id: string;
+  /** 'sign_up' | 'reset' | 'email_change' */
+  purpose: string;
+  /** The lowercased address the message went to (for an e-mail change, the new one). */
+  address: string;
+  user_id: string | null;
+  /** 'sent' | 'verified' */
+  stage: string;
+  code_hash: string | null;
+  link_hash: string | null;
+  /** The browser that proved the request continues with this (a cookie), hashed. */
+  flow_hash: string | null;
+  code_attempts: number;
+  /** Where the person goes once done (a same-origin path of a known shape). */
+  return_to: string | null;
+  created_at: number;
+  expires_at: number;
+}
+
 /** A change counter per kind of cached content (migration 009). */
 export interface ContentVersionsTable {
   name: string;
@@ -234,6 +255,7 @@ export interface Schema {
   content_versions: ContentVersionsTable;
   passkeys: PasskeysTable;
   passkey_challenges: PasskeyChallengesTable;
+  verification_requests: VerificationRequestsTable;
 }
 
 export type { Generated };

@@ -38,6 +38,11 @@ const securityEvents = new client.Counter({
   help: 'Security events recorded, by kind',
   labelNames: ['kind'] as const,
 });
+const mailMessages = new client.Counter({
+  name: 'mail_messages_total',
+  help: 'Mail messages by kind and outcome (sent, failed, invalid_address)',
+  labelNames: ['kind', 'outcome'] as const,
+});
 
 const passkeySignIns = new client.Counter({
   name: 'passkey_sign_ins_total',
@@ -78,6 +83,11 @@ export function countTokenGrant(grantType: string, outcome: string): void {
 
 export function countRateLimitRefusal(limit: string): void {
   rateLimitRefusals.inc({ limit });
+}
+
+/** Called by the mailer (src/mail) for every message: sent, failed after its retries, or refused. */
+export function countMail(kind: string, outcome: string): void {
+  mailMessages.inc({ kind, outcome });
 }
 
 /** Called by the security-event log for every event it records. */

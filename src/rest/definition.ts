@@ -42,8 +42,8 @@ export interface PropertyDefinition<Column extends string = string> {
   default?: (caller: Caller) => unknown;
   /** Turns a written JSON value into the column value; may throw an ApiError (400). */
   fromJson?: (value: any) => unknown;
-  /** Turns the column value into the JSON value. */
-  toJson?: (value: any) => unknown;
+  /** Turns the column value into the JSON value; `row` holds the instance's other columns. */
+  toJson?: (value: any, row: Row) => unknown;
   /** Shown only to callers holding this scope. */
   readScope?: string;
   /** Shown only when this holds for the row (e.g. the caller's own private key). */

@@ -13,7 +13,8 @@ export type RowMapper = (values: readonly unknown[], caller: Caller) => Row;
  * so V8 builds every instance with one shape. (A loop assigning names from a list made each
  * assignment a megamorphic store, the largest cost of mapping a 250-row page after the timestamps.)
  * Names enter the code as JSON string literals and values by their index; conversions and
- * conditions are passed in, never inlined. A condition on the row (shownWhen) sees it as an object.
+ * conditions are passed in, never inlined. A condition on the row (shownWhen), and a conversion that
+ * reads other columns, see it as an object.
  */
 export function rowMapper(definition: ClassDefinition): RowMapper {
   const columns = selectedColumns(definition);
@@ -22,7 +23,9 @@ export function rowMapper(definition: ClassDefinition): RowMapper {
   if ([definition.id.property, ...Object.keys(definition.properties)].includes('__proto__')) throw new Error(`${definition.name}: no property may be named __proto__`);
   const key = (text: string) => JSON.stringify(text);
   // Property `index` is column `index + 1` (the id is column 0).
-  const value = (property: PropertyDefinition, index: number) => (property.toJson ? `convert[${index}](values[${index + 1}])` : `values[${index + 1}]`);
+  // A conversion that reads the other columns (toJson with a second parameter) gets the row as an object.
+  const value = (property: PropertyDefinition, index: number) =>
+    property.toJson ? `convert[${index}](values[${index + 1}]${property.toJson.length > 1 ? ', asRow(values)' : ''})` : `values[${index + 1}]`;
   const literal = [`${key(definition.id.property)}: values[0]`];
   const after: string[] = [];
   for (const [index, [name, property]] of entries.entries()) {

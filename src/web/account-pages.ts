@@ -16,6 +16,7 @@ import { listTrustedDevices } from '../accounts/trusted-devices.ts';
 import { isUuid, normalizeUuid } from '../http/uuid.ts';
 import { SCOPES, isScope, scopeList } from '../oauth/scopes.ts';
 import { listUserSessions } from '../oauth/user-sessions.ts';
+import { registerEmailChange } from './email-change.ts';
 import { field as formField, sendPage, tooManyAttempts, wrongCodeMessage } from './pages.ts';
 import { PASSKEY_NOTICES, passkeyAccountRoutes, passkeySectionView, passkeySignInView } from './passkey-pages.ts';
 import { signInContext } from './sign-in.ts';
@@ -37,12 +38,13 @@ const NOTICES: Record<string, string> = {
   'password-changed': 'Your password was changed. Every application and every other browser was signed out, and no device is trusted any more.',
   'two-step-on': 'Two-step verification is on. Signing in now needs a code from your authenticator app, or one of the backup codes below.',
   'two-step-off': 'Two-step verification is off.',
+  'email-link-sent': 'We sent a link to the new address. Your e-mail address changes when you open it (within 24 hours).',
   'backup-codes-new': 'You have a new set of backup codes. The old ones no longer work.',
   ...PASSKEY_NOTICES,
 };
 
 /** Errors shown in the section of the form that caused them. */
-type SectionErrors = Partial<Record<'sessions' | 'devices' | 'password' | 'twoStep' | 'backupCodes' | 'passkeys', string>>;
+type SectionErrors = Partial<Record<'sessions' | 'devices' | 'password' | 'twoStep' | 'backupCodes' | 'passkeys' | 'email', string>>;
 
 const formatTime = (ms: number) => new Date(ms).toISOString().slice(0, 16).replace('T', ' ') + ' UTC';
 
@@ -86,6 +88,7 @@ export async function accountPages(web: FastifyInstance): Promise<void> {
       'account',
       {
         username: account.username,
+        email: account.email,
         notice: options.notice,
         errors: options.errors ?? {},
         sessions: sessions.map((s) => ({
@@ -106,6 +109,8 @@ export async function accountPages(web: FastifyInstance): Promise<void> {
       options.status ?? 200,
     );
   }
+
+  registerEmailChange(web, { signedIn, showEmailError: (reply, current, message, status) => showAccount(reply, current.session, current.account, { errors: { email: message }, status }) });
 
   const backToAccount = (reply: FastifyReply, done: keyof typeof NOTICES | undefined) =>
     reply.code(303).header('location', done ? `${ACCOUNT}?done=${done}` : ACCOUNT).send();

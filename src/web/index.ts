@@ -12,6 +12,8 @@ import { homePage } from './home-page.ts';
 import { loginPages } from './login-pages.ts';
 import { passkeySignInRoutes } from './passkey-pages.ts';
 import { sendMessage } from './pages.ts';
+import { registerSelfServiceLimits } from './self-service-support.ts';
+import { selfServicePages } from './self-service-pages.ts';
 import { registerSignInLimits } from './sign-in.ts';
 import { spawnCodeRoutes } from './spawn-codes.ts';
 
@@ -34,6 +36,7 @@ export async function webPages(web: FastifyInstance): Promise<void> {
     hsts: secure,
   });
   registerSignInLimits(web);
+  registerSelfServiceLimits(web);
 
   web.setErrorHandler((error: FastifyError, request, reply) => {
     const apiError = apiErrorForThrown(error, request);
@@ -54,4 +57,5 @@ export async function webPages(web: FastifyInstance): Promise<void> {
   await web.register(accountPages);
   await web.register(appsPages);
   await web.register(passkeySignInRoutes);
+  await web.register(selfServicePages);
 }

@@ -7,7 +7,7 @@ export function sendPage(reply: FastifyReply, template: string, data: Record<str
     .code(status)
     .header('cache-control', 'no-store')
     .type('text/html; charset=utf-8')
-    .send(renderPage(template, { ...data, csrfToken: reply.generateCsrf() }));
+    .send(renderPage(template, { signUpOpen: reply.server.config.signUp !== 'closed', ...data, csrfToken: reply.generateCsrf() }));
 }
 
 export function sendMessage(reply: FastifyReply, title: string, message: string, status = 200): FastifyReply {

@@ -152,7 +152,12 @@ describe('account page in a real browser', () => {
       await page.getByLabel('New password').fill('short');
       await page.getByLabel('New password').evaluate((input) => input.removeAttribute('minlength'));
       assert.equal((await click(page, page.getByRole('button', { name: 'Change password' }))).status(), 400);
-      assert.match((await sectionAlert(page, 'Password').textContent()) ?? '', /at least 8 characters/);
+      assert.match((await sectionAlert(page, 'Password').textContent()) ?? '', /at least 10 characters/);
+      await page.getByLabel('Current password').fill(account.password);
+      await page.getByLabel('New password').fill('password123');
+      assert.equal((await click(page, page.getByRole('button', { name: 'Change password' }))).status(), 400);
+      assert.match((await sectionAlert(page, 'Password').textContent()) ?? '', /commonly used password\. Choose a password that is harder to guess\./);
+      await checkLayoutAndCapture(page, 'account-password-too-easy');
       await page.getByLabel('Current password').fill(account.password);
       await page.getByLabel('New password').fill('a new password here');
       assert.equal((await click(page, page.getByRole('button', { name: 'Change password' }))).status(), 303);

@@ -6,6 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { openAccountPrivateKey } from '../../src/accounts/key-pair.ts';
 import { after, before, describe, test } from 'node:test';
 import { totpCode } from '../../src/accounts/totp.ts';
 import { FormClient, REDIRECT_URI, pkcePair, startLogin, tokenRequest } from '../helpers/oauth.ts';
@@ -77,7 +78,7 @@ describe('admin CLI', () => {
     Object.assign(out, await runAll(database.url, {
       confidentialApp: ['app', 'create', '--name', 'CLI Confidential', '--redirect-uri', REDIRECT_URI, '--scopes', 'common users:read', '--confidential'],
       alice: ['user', 'create', '--username', 'cli-alice', '--email', 'Alice@Example.com', '--password', 'first password', '--json'],
-      bob: ['user', 'create', '--username', 'cli_bob', '--email', 'bob@example.com', '--password', 'bob password', '--totp-secret', RFC_SECRET],
+      bob: ['user', 'create', '--username', 'cli_bob', '--email', 'bob@example.com', '--password', 'bob password kettle', '--totp-secret', RFC_SECRET],
       badRedirect: ['app', 'create', '--name', 'Bad', '--redirect-uri', 'http://evil.example/callback', '--json'],
     }));
     const aliceId = JSON.parse(out.alice?.stdout || '{}').user_id ?? 'missing';
@@ -89,6 +90,9 @@ describe('admin CLI', () => {
       unknownUser: ['user', 'set-password', 'nobody-here', '--password', 'whatever password'],
       badSecret: ['user', 'totp', 'cli_bob', '--secret', 'not base32!'],
       deleteUnknown: ['app', 'delete', '00000000-0000-4000-8000-000000000000'],
+      weakCreate: ['user', 'create', '--username', 'cli-weak', '--email', 'weak@example.com', '--password', 'password123'],
+      personalSet: ['user', 'set-password', 'cli-alice', '--password', 'cli-alice2024'],
+      shortSet: ['user', 'set-password', 'cli-alice', '--password', 'Xk9#vq2!'],
     }));
     server = await startServer({ database });
   });
@@ -187,12 +191,16 @@ describe('admin CLI', () => {
     const signedIn = await signIn('alice@example.com', 'second password', { secret: OTHER_SECRET });
     assert.ok(signedIn.signedIn);
     assert.equal((await whoAmI(signedIn.tokens.body.access_token)).userId, created.user_id);
+    // With its key pair, sealed under the key the server uses too (SECRETS_KEY, or the file beside SQLite).
+    const row = await server.app.database.db.selectFrom('users').select(['public_key', 'private_key']).where('user_id', '=', created.user_id).executeTakeFirstOrThrow();
+    assert.equal((await server.request('GET', `/v1/user.php/${created.user_id}`)).body.public_key, row.public_key);
+    assert.match(openAccountPrivateKey(row.private_key, created.user_id, row.public_key) ?? 'unreadable', /^-----BEGIN PRIVATE KEY-----/);
   });
 
   test('user create --totp-secret (text mode prints "user_id: …") asks for codes of that secret', async () => {
     const bob = /^user_id: ([0-9a-f-]{36})\n$/.exec(assertOk(out.bob));
     assert.ok(bob, out.bob!.stdout);
-    const signedIn = await signIn('cli_bob', 'bob password', { secret: RFC_SECRET });
+    const signedIn = await signIn('cli_bob', 'bob password kettle', { secret: RFC_SECRET });
     assert.ok(signedIn.signedIn);
     assert.equal(signedIn.askedForCode, true);
     const me = await whoAmI(signedIn.tokens.body.access_token);
@@ -230,16 +238,23 @@ describe('admin CLI', () => {
     assertFails(out.deleteUnknown, /No application 00000000-0000-4000-8000-000000000000/);
   });
 
+  test('user create and set-password refuse a commonly used, personal or short password (the password rules)', async () => {
+    assertFails(out.weakCreate, /commonly used password\. Choose a password that is harder to guess/);
+    assertFails(out.personalSet, /personal .*Choose a password that is harder to guess/);
+    assertFails(out.shortSet, /at least 10 characters/);
+    assert.equal(await server.app.database.db.selectFrom('users').select('user_id').where('username', '=', 'cli-weak').executeTakeFirst(), undefined, 'no account was created');
+  });
+
   test('user totp --disable (by email) turns two-step off', async () => {
     assert.equal(assertOk(await admin(database.url, 'user', 'totp', 'BOB@example.com', '--disable')), 'two-step verification turned off\n');
-    const signedIn = await signIn('cli_bob', 'bob password');
+    const signedIn = await signIn('cli_bob', 'bob password kettle');
     assert.ok(signedIn.signedIn);
     assert.equal(signedIn.askedForCode, false);
     assert.equal(signedIn.tokens.status, 200);
   });
 
   test('app delete removes the application and its sessions; a bad DATABASE_URL is reported by name', async () => {
-    const signedIn = await signIn('cli_bob', 'bob password');
+    const signedIn = await signIn('cli_bob', 'bob password kettle');
     assert.ok(signedIn.signedIn);
     const token = signedIn.tokens.body.access_token;
     assert.equal((await whoAmI(token)).username, 'cli_bob');

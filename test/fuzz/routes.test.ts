@@ -29,6 +29,7 @@ const PARAM_NAMES = [
   'mod_id', 'simple', 'count', 'offset', 'sort', 'direction', 'user_id', 'page', 'pageSize', 'sortedColumn', 'sortDirection', 'title', 'gameId',
   'client_id', 'response_type', 'redirect_uri', 'scope', 'state', 'code_challenge', 'code_challenge_method', 'no_redirect', 'device_id', 'user_code',
   'action', 'grant_type', 'code', 'code_verifier', 'refresh_token', 'device_code', 'token', 'token_type_hint', 'client_secret', 'username', 'password',
+  'email', 'new_email', 'two_step_code',
   'decision', '_csrf', 'trust_device', 'end_session', 'end_trust', 'current_password', 'new_password', 'two_step', 'backup_codes', 'return_to', 'next',
   'name', 'website', 'confidential', 'new_secret', 'delete_app',
   'Identifier', 'Title', 'Description', 'LootSources', 'Version', 'path', 'label', 'availability', 'environments', 'can_blueprint', 'public_key',
@@ -65,7 +66,9 @@ function fieldNamesFor(path: string): string[] {
   }
   if (path.startsWith('/account/apps')) return ['_csrf', 'name', 'website', 'redirect_uri', 'scope', 'confidential', 'new_secret', 'delete_app'];
   if (path.startsWith('/login') || path.startsWith('/device') || path.startsWith('/account')) {
-    return ['_csrf', 'username', 'password', 'code', 'trust_device', 'decision', 'user_code', 'end_session', 'end_trust', 'current_password', 'new_password', 'two_step', 'backup_codes'];
+    return ['_csrf', 'username', 'password', 'code', 'trust_device', 'decision', 'user_code', 'end_session', 'end_trust', 'current_password', 'new_password', 'two_step', 'backup_codes',
+      // Self-service accounts: sign-up, reset, e-mail change and their links.
+      'email', 'new_email', 'two_step_code', 'token', 'return_to'];
   }
   return PARAM_NAMES.slice(0, 20);
 }
@@ -103,6 +106,8 @@ class RequestMaker {
       new_secret: [s.developerClientId],
       delete_app: [s.developerClientId],
       username: [s.username],
+      email: ['fuzz@example.com', `${s.username}@example.com`],
+      new_email: ['fuzz-new@example.com'],
       decision: ['approve', 'deny'],
       user_code: ['BCDF-GHJK'],
       mod_id: [s.modId, Number(s.modId)],

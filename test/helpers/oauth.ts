@@ -29,7 +29,7 @@ export async function newAccount(server: TestServer, options: { totpSecret?: str
     email: `${username}@example.com`,
     password,
     ...(options.totpSecret ? { totpSecret: options.totpSecret } : {}),
-  });
+  }, server.app.secrets);
   return { userId, username, password, email: `${username}@example.com` };
 }
 

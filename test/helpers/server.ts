@@ -8,6 +8,13 @@ import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
 import { buildApp } from '../../src/app.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
+import type { MailPluginOptions } from '../../src/mail/index.ts';
+
+/**
+ * PostgreSQL requires SECRETS_KEY (SQLite generates one beside its file). One per test process,
+ * set in the environment so the admin CLI and server processes the tests start inherit it too.
+ */
+if (process.env.DATABASE_URL?.startsWith('postgres')) process.env.SECRETS_KEY ??= randomBytes(32).toString('base64');
 
 /** The canonical host every test server signs for (BASE_URL). */
 export const TEST_HOST = 'api.test.example';
@@ -84,6 +91,8 @@ export interface StartOptions {
   baseUrlIsOwnAddress?: boolean;
   /** Time between background purges of expired rows. */
   purgeIntervalMs?: number;
+  /** Mail options: e.g. retryDelaysMs [0, 0] so a refused message is retried at once. */
+  mail?: MailPluginOptions;
 }
 
 /** A port nothing listens on right now (the system's choice). */
@@ -104,6 +113,7 @@ export async function startServer(options: StartOptions = {}): Promise<TestServe
     LOG_LEVEL: 'info',
     RATE_LIMIT_V1: '0',
     RATE_LIMIT_V4: '0',
+    ...(process.env.SECRETS_KEY ? { SECRETS_KEY: process.env.SECRETS_KEY } : {}),
     ...options.env,
     DATABASE_URL: database.url,
   });
@@ -119,6 +129,7 @@ export async function startServer(options: StartOptions = {}): Promise<TestServe
     logStream,
     rateLimitNamespace: options.rateLimitNamespace ?? `test:${randomBytes(6).toString('hex')}:`,
     purgeIntervalMs: options.purgeIntervalMs,
+    mail: options.mail,
   });
   await options.beforeListen?.(app);
   await app.listen({ port, host: '127.0.0.1' });

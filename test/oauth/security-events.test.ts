@@ -6,9 +6,11 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
+import { findAccountByLogin } from '../../src/accounts/accounts.ts';
 import { listSecurityEvents, SECURITY_EVENT_KINDS, type SecurityEvent } from '../../src/accounts/security-events.ts';
 import { newTotpSecret, totpCode } from '../../src/accounts/totp.ts';
 import { authorize, FormClient, newAccount, newApp, pkcePair, REDIRECT_URI, startLogin, tokenRequest, tokensThroughPages } from '../helpers/oauth.ts';
+import { codeIn, startMailbox, verifyLinkIn, type Mailbox } from '../helpers/mail.ts';
 import { freshDatabase, startServer, type TestDatabase, type TestServer } from '../helpers/server.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -33,12 +35,17 @@ describe('security events', () => {
     if (value) secrets.push([name, value]);
   };
 
+  let mailbox: Mailbox;
+
   before(async () => {
     database = await freshDatabase();
-    server = await startServer({ database });
+    // A real SMTP server, so the messages' codes and links are not written to the log.
+    mailbox = await startMailbox();
+    server = await startServer({ database, env: { SMTP_URL: mailbox.url } });
   });
   after(async () => {
     await server?.close();
+    await mailbox?.close();
     await database?.drop();
   });
 
@@ -283,6 +290,46 @@ describe('security events', () => {
     const removed = await browser.submit('/account', { remove_passkey: credentialId }, /passkeys\/remove$/);
     assert.equal(removed.status, 303, removed.text);
     assert.equal((await onlyEvent('passkey_removed', { userId: account.userId })).details.passkey, 'Event key');
+  });
+
+  test('sign-up, password reset and e-mail change (self-service pages)', async () => {
+    const email = `evented${Date.now()}@example.com`;
+    const username = `evented${Date.now() % 1_000_000}`;
+    const browser = new FormClient(server);
+    let page = await browser.fetch('/account/sign-up');
+    assert.equal((await browser.submitOn(page.text, { email }, /^\/account\/sign-up$/)).status, 303);
+    const signUpMail = await mailbox.next(email);
+    remember('sign-up link', verifyLinkIn(signUpMail, server.config.baseUrl).split('token=')[1]);
+    assert.equal((await browser.submit('/account/sign-up', { code: codeIn(signUpMail) }, /\/code$/)).status, 303);
+    const password = 'evented-orchard-lantern-42-moss';
+    remember('sign-up password', password);
+    assert.equal((await browser.submit('/account/sign-up', { username, password }, /\/details$/)).status, 303);
+    const account = await findAccountByLogin(server.app.database.db, username);
+    await onlyEvent('signed_up', { userId: account!.userId });
+    await mailbox.next(email); // welcome
+
+    const resetting = new FormClient(server);
+    page = await resetting.fetch('/account/forgot');
+    assert.equal((await resetting.submitOn(page.text, { email }, /^\/account\/forgot$/)).status, 303);
+    const resetMail = await mailbox.next(email);
+    remember('reset link', verifyLinkIn(resetMail, server.config.baseUrl).split('token=')[1]);
+    assert.equal((await resetting.submit('/account/forgot', { code: codeIn(resetMail) }, /\/code$/)).status, 303);
+    const newPassword = 'evented-harbor-willow-77-stone';
+    remember('reset password', newPassword);
+    assert.equal((await resetting.submit('/account/forgot', { new_password: newPassword }, /\/password$/)).status, 200);
+    await onlyEvent('password_reset', { userId: account!.userId });
+    await mailbox.next(email); // password changed
+
+    const signedIn = new FormClient(server);
+    assert.equal((await signedIn.submit('/account/sign-in', { username, password: newPassword })).status, 303);
+    const next = `moved-${email}`;
+    assert.equal((await signedIn.submit('/account', { new_email: next, current_password: newPassword }, /\/account\/email$/)).status, 303);
+    const link = verifyLinkIn(await mailbox.next(next), server.config.baseUrl);
+    remember('e-mail change link', link.split('token=')[1]);
+    const confirm = await signedIn.fetch(new URL(link).pathname + new URL(link).search);
+    const token = /name="token" value="([^"]+)"/.exec(confirm.text)![1]!;
+    assert.equal((await signedIn.submitOn(confirm.text, { token }, /\/account\/verify$/)).status, 200);
+    await onlyEvent('email_changed', { userId: account!.userId });
   });
 
   test('every kind was seen, and no event or log line holds a secret', async () => {

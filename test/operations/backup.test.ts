@@ -6,9 +6,9 @@
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { newUser } from '../helpers/keys.ts';
 import { freshDatabase, startServer, type Reply, type TestServer } from '../helpers/server.ts';
@@ -55,6 +55,11 @@ describe('backup on SQLite', { skip: onPostgres && 'SQLite only', timeout: 120_0
       await Promise.all(writers);
       assert.equal(run.code, 0, run.stderr);
       assert.match(run.stdout, /backed up to/);
+      // The secrets key (generated beside the database) is copied beside the backup, mode 0600.
+      const keyFile = join(dirname(databasePath), 'secrets.key');
+      assert.match(run.stdout, new RegExp(`secrets key copied to ${backupFile.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\.secrets\\.key`));
+      assert.equal(readFileSync(`${backupFile}.secrets.key`, 'utf8'), readFileSync(keyFile, 'utf8'));
+      assert.equal(statSync(`${backupFile}.secrets.key`).mode & 0o777, 0o600);
       assert.ok(ackedAfterBackup > ackedBeforeBackup.length, 'no write happened while the backup ran');
 
       // A second backup to the same file is refused rather than overwriting it.
@@ -101,6 +106,7 @@ describe('backup on PostgreSQL', { skip: !onPostgres && 'PostgreSQL only' }, () 
       const run = await admin(database.url, 'backup', '--to', join(scratch, 'pg.db'));
       assert.equal(run.code, 1);
       assert.match(run.stderr, /pg_dump/);
+      assert.match(run.stderr, /SECRETS_KEY/);
       assert.equal(existsSync(join(scratch, 'pg.db')), false);
     } finally {
       await database.drop();

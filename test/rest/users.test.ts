@@ -3,7 +3,7 @@
  * (users:update), and the private key shown only to its owner with users.private_key:read.
  */
 import assert from 'node:assert/strict';
-import { generateKeyPairSync, randomUUID } from 'node:crypto';
+import { generateKeyPairSync, randomUUID, sign, verify } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { ISO_UTC, assertError, signIn, type SignedIn } from './fixtures/clients.ts';
@@ -49,7 +49,7 @@ describe('reading users', () => {
     assert.deepEqual(Object.keys(reply.body).sort(), USER_KEYS);
     assert.equal(reply.body.userId, reader.account.userId);
     assert.equal(reply.body.username, reader.account.username);
-    assert.equal(reply.body.publicKey, null);
+    assert.match(reply.body.publicKey, /^-----BEGIN PUBLIC KEY-----\n/, 'every account has a key pair (test/accounts/key-pair.test.ts)');
     assert.match(reply.body.createdAt, ISO_UTC);
     assert.ok(Date.parse(reply.body.createdAt) <= Date.now());
   });
@@ -227,32 +227,36 @@ describe('changing users', () => {
 });
 
 describe('privateKey', () => {
-  const PRIVATE_PEM = '-----BEGIN PRIVATE KEY-----\nstored-for-test\n-----END PRIVATE KEY-----\n';
   let owner: SignedIn;
   let ownerNoKeyScope: SignedIn;
   let other: SignedIn;
+  /** The owner's private key as the service keeps it (sealed), read back through the class. */
+  let ownersKey: string;
   before(async () => {
     owner = await signIn(server, PRIVATE);
     ownerNoKeyScope = await signIn(server, READ, owner.account);
     other = await signIn(server, PRIVATE);
-    // The service keeps a user's private key; nothing in v4 writes it, so the test stores one.
-    await server.app.database.db.updateTable('users').set({ private_key: PRIVATE_PEM }).where('user_id', '=', owner.account.userId).execute();
+    ownersKey = (await me(owner)).privateKey;
+    // Another user without a stored private key (e.g. a v1 user who brought their own key).
+    await server.app.database.db.updateTable('users').set({ private_key: null }).where('user_id', '=', other.account.userId).execute();
   });
 
-  test('is shown on the own user with users.private_key:read', async () => {
+  test('is shown on the own user with users.private_key:read: the private half of publicKey', async () => {
     const mine = await me(owner);
     assert.deepEqual(Object.keys(mine).sort(), [...USER_KEYS, 'privateKey'].sort());
-    assert.equal(mine.privateKey, PRIVATE_PEM);
+    assert.match(ownersKey, /^-----BEGIN PRIVATE KEY-----\n/);
+    const signature = sign('sha256', Buffer.from('x'), ownersKey);
+    assert.ok(verify('sha256', Buffer.from('x'), mine.publicKey, signature));
     const byId = await owner.call('GET', `/v4/users/${owner.account.userId}`);
-    assert.equal(byId.body.privateKey, PRIVATE_PEM);
+    assert.equal(byId.body.privateKey, ownersKey);
     const listed = await owner.call('GET', `/v4/users?username=${owner.account.username}`);
-    assert.equal(listed.body.results[0].privateKey, PRIVATE_PEM);
+    assert.equal(listed.body.results[0].privateKey, ownersKey);
   });
 
   test('is absent without users.private_key:read', async () => {
     const mine = await me(ownerNoKeyScope);
     assert.deepEqual(Object.keys(mine).sort(), USER_KEYS);
-    assert.ok(!(await ownerNoKeyScope.call('GET', `/v4/users/${owner.account.userId}`)).text.includes('stored-for-test'));
+    assert.ok(!(await ownerNoKeyScope.call('GET', `/v4/users/${owner.account.userId}`)).text.includes('PRIVATE KEY'));
   });
 
   test("is never shown on another user's instance, even with the scope", async () => {
@@ -260,7 +264,7 @@ describe('privateKey', () => {
     assert.equal(reply.status, 200, reply.text);
     assert.deepEqual(Object.keys(reply.body).sort(), USER_KEYS);
     const list = await other.call('GET', '/v4/users?pageSize=250');
-    assert.ok(!list.text.includes('stored-for-test'));
+    assert.ok(!list.text.includes('PRIVATE KEY'));
     assert.ok(list.body.results.some((u: any) => u.userId === owner.account.userId));
   });
 
@@ -272,7 +276,7 @@ describe('privateKey', () => {
     const editor = await signIn(server, `${PRIVATE} users:update`, owner.account);
     const reply = await editor.call('PATCH', '/v4/user', { body: { privateKey: 'replaced' } });
     assert.equal(reply.status, 200, reply.text);
-    assert.equal(reply.body.privateKey, PRIVATE_PEM);
-    assert.equal((await me(owner)).privateKey, PRIVATE_PEM);
+    assert.equal(reply.body.privateKey, ownersKey);
+    assert.equal((await me(owner)).privateKey, ownersKey);
   });
 });

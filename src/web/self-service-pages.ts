@@ -1,0 +1,219 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { findAccount } from '../accounts/accounts.ts';
+import { passwordRefusal } from '../accounts/password-rules.ts';
+import { checkEmailAddress, checkUsername } from '../accounts/account-names.ts';
+import { hashPassword } from '../accounts/passwords.ts';
+import { recordSecurityEvent } from '../accounts/security-events.ts';
+import { completeReset, completeSignUp, confirmEmailChange, requestCode } from '../accounts/self-service.ts';
+import { findByFlow, findByLink, proveByCode, proveByLink, type Purpose } from '../accounts/verification-requests.ts';
+import { sendMessage, sendPage, tooManyAttempts, wrongCodeMessage } from './pages.ts';
+import {
+  accountMailer,
+  clearFlowCookie,
+  countCodeRequest,
+  field,
+  flowToken,
+  safeReturnTo,
+  setFlowCookie,
+  signUpOpen,
+} from './self-service-support.ts';
+import { checkTwoStepCode } from '../accounts/sign-in.ts';
+import { signInContext } from './sign-in.ts';
+import { startBrowserSignIn } from './web-sessions.ts';
+
+const SIGN_UP = '/account/sign-up';
+const FORGOT = '/account/forgot';
+const VERIFY = '/account/verify';
+
+type FormRequest = FastifyRequest<{ Body: Record<string, unknown> | undefined }>;
+
+/** The reason a new password is refused (the password rules, with the person's name and address as known words), or undefined. */
+async function passwordProblem(password: string, userInputs: readonly (string | null)[]): Promise<string | undefined> {
+  const refusal = await passwordRefusal(password, userInputs);
+  return refusal === undefined ? undefined : `${refusal}.`;
+}
+
+const MAIL_FAILED = 'We could not send the e-mail just now. Nothing was changed: please try again in a few minutes.';
+const ENDED = 'That code has expired, was replaced by a newer one or was tried too often. Enter your address again to get a new one.';
+
+/**
+ * The self-service pages (DESIGN "Self-service accounts"): sign-up at /account/sign-up, password
+ * reset at /account/forgot, and the links of their messages (and of the e-mail change) at
+ * /account/verify. A browser's place in a flow is its flow cookie; every step is a form that
+ * redirects (303) to the flow's page, or shows it again with the error next to the input.
+ *
+ * A link opened with GET only shows a button that POSTs it: mail scanners and link prefetchers
+ * open links by themselves, and must not use up (or complete) a request.
+ */
+export async function selfServicePages(web: FastifyInstance): Promise<void> {
+  const db = () => web.database.db;
+  const csrf = { preHandler: web.csrfProtection };
+  const send = accountMailer(web);
+  const links = { baseUrl: web.config.baseUrl };
+  const seeOther = (reply: FastifyReply, location: string) => reply.code(303).header('location', location).header('cache-control', 'no-store').send();
+
+  // --- Sign-up ---
+
+  type SignUpView = { step: 'email' | 'code' | 'details'; error?: Partial<Record<'email' | 'code' | 'username' | 'password' | 'form', string>>; email?: string; username?: string; returnTo?: string | null };
+  const signUpPage = (reply: FastifyReply, view: SignUpView, status = 200) =>
+    sendPage(reply, 'sign-up', { error: {}, returnTo: null, ...view }, status);
+
+  // With SIGN_UP=closed the sign-up pages do not exist (404).
+  if (signUpOpen(web)) {
+    web.get<{ Querystring: { return_to?: unknown; restart?: unknown } }>(SIGN_UP, async (request, reply) => {
+      const returnTo = safeReturnTo(request.query.return_to);
+      if (request.query.restart === undefined) {
+        const token = flowToken(request, 'sign_up');
+        if (await findByFlow(db(), 'sign_up', token, 'verified')) return signUpPage(reply, { step: 'details' });
+        if (await findByFlow(db(), 'sign_up', token, 'sent')) return signUpPage(reply, { step: 'code' });
+      }
+      return signUpPage(reply, { step: 'email', returnTo });
+    });
+
+    web.post<{ Body: Record<string, unknown> | undefined }>(SIGN_UP, csrf, async (request, reply) => {
+      const returnTo = safeReturnTo(field(request, 'return_to'));
+      const email = checkEmailAddress(field(request, 'email'));
+      if (!email.ok) return signUpPage(reply, { step: 'email', returnTo, email: field(request, 'email').slice(0, 300), error: { email: email.reason } }, 400);
+      const wait = await countCodeRequest(request, email.value);
+      if (wait > 0) return signUpPage(reply, { step: 'email', returnTo, email: email.value, error: { email: tooManyAttempts(reply, 'requests for this address or from your network', wait) } }, 429);
+      const outcome = await requestCode(db(), send, links, { purpose: 'sign_up', address: email.value, returnTo });
+      if (outcome.kind === 'mail failed') return signUpPage(reply, { step: 'email', returnTo, email: email.value, error: { email: MAIL_FAILED } }, 503);
+      setFlowCookie(request, reply, 'sign_up', outcome.flowToken);
+      return seeOther(reply, SIGN_UP);
+    });
+
+    web.post<{ Body: Record<string, unknown> | undefined }>(`${SIGN_UP}/code`, csrf, async (request, reply) => {
+      const outcome = await proveByCode(db(), 'sign_up', flowToken(request, 'sign_up'), field(request, 'code'));
+      if (outcome.kind === 'ended') return signUpPage(reply, { step: 'email', error: { email: ENDED } }, 410);
+      if (outcome.kind === 'wrong') return signUpPage(reply, { step: 'code', error: { code: wrongCode(outcome.attemptsLeft) } }, 400);
+      setFlowCookie(request, reply, 'sign_up', outcome.flowToken);
+      return seeOther(reply, SIGN_UP);
+    });
+
+    web.post<{ Body: Record<string, unknown> | undefined }>(`${SIGN_UP}/details`, csrf, async (request, reply) => {
+      const token = flowToken(request, 'sign_up');
+      const proven = await findByFlow(db(), 'sign_up', token, 'verified');
+      if (!proven || !token) return signUpPage(reply, { step: 'email', error: { email: ENDED } }, 410);
+      const typed = field(request, 'username').slice(0, 100);
+      const again = (error: SignUpView['error'], status: number) => signUpPage(reply, { step: 'details', username: typed, error }, status);
+      const username = checkUsername(typed);
+      if (!username.ok) return again({ username: username.reason }, 400);
+      const password = field(request, 'password');
+      const problem = await passwordProblem(password, [username.value, proven.address]);
+      if (problem) return again({ password: problem }, 400);
+      const outcome = await completeSignUp(db(), web.secrets, send, links, { flowToken: token, username: username.value, password });
+      if (outcome.kind === 'username taken') return again({ username: 'That username is taken (names differing only in capital letters count as the same). Choose another.' }, 409);
+      if (outcome.kind === 'email taken') return again({ form: 'An account with this e-mail address was created meanwhile. Sign in, or reset its password.' }, 409);
+      if (outcome.kind === 'ended') return signUpPage(reply, { step: 'email', error: { email: ENDED } }, 410);
+      const account = await findAccount(db(), outcome.userId);
+      if (account) await startBrowserSignIn(request, reply, { kind: 'signed_in', account });
+      clearFlowCookie(reply, 'sign_up');
+      await recordSecurityEvent(db(), request, { kind: 'signed_up', userId: outcome.userId, details: { page: 'sign_up' } });
+      return seeOther(reply, safeReturnTo(outcome.returnTo) ?? '/account');
+    });
+  }
+
+  // --- Password reset ---
+
+  type ForgotView = { step: 'email' | 'code' | 'password'; twoStep?: boolean; email?: string; error?: Partial<Record<'email' | 'code' | 'new_password' | 'two_step_code', string>> };
+  const forgotPage = (reply: FastifyReply, view: ForgotView, status = 200) => sendPage(reply, 'forgot', { error: {}, twoStep: false, ...view }, status);
+
+  /** The proven reset of this browser and its account. */
+  async function provenReset(request: FastifyRequest) {
+    const token = flowToken(request, 'reset');
+    const proven = await findByFlow(db(), 'reset', token, 'verified');
+    const account = proven?.user_id ? await findAccount(db(), proven.user_id) : undefined;
+    return proven && account && token ? { token, account } : undefined;
+  }
+
+  web.get<{ Querystring: { restart?: unknown } }>(FORGOT, async (request, reply) => {
+    if (request.query.restart === undefined) {
+      const proven = await provenReset(request);
+      if (proven) return forgotPage(reply, { step: 'password', twoStep: proven.account.totpSecret !== null });
+      if (await findByFlow(db(), 'reset', flowToken(request, 'reset'), 'sent')) return forgotPage(reply, { step: 'code' });
+    }
+    return forgotPage(reply, { step: 'email' });
+  });
+
+  web.post<{ Body: Record<string, unknown> | undefined }>(FORGOT, csrf, async (request, reply) => {
+    const email = checkEmailAddress(field(request, 'email'));
+    if (!email.ok) return forgotPage(reply, { step: 'email', email: field(request, 'email').slice(0, 300), error: { email: email.reason } }, 400);
+    const wait = await countCodeRequest(request, email.value);
+    if (wait > 0) return forgotPage(reply, { step: 'email', email: email.value, error: { email: tooManyAttempts(reply, 'requests for this address or from your network', wait) } }, 429);
+    const outcome = await requestCode(db(), send, links, { purpose: 'reset', address: email.value });
+    if (outcome.kind === 'mail failed') return forgotPage(reply, { step: 'email', email: email.value, error: { email: MAIL_FAILED } }, 503);
+    setFlowCookie(request, reply, 'reset', outcome.flowToken);
+    return seeOther(reply, FORGOT);
+  });
+
+  web.post<{ Body: Record<string, unknown> | undefined }>(`${FORGOT}/code`, csrf, async (request, reply) => {
+    const outcome = await proveByCode(db(), 'reset', flowToken(request, 'reset'), field(request, 'code'));
+    if (outcome.kind === 'ended') return forgotPage(reply, { step: 'email', error: { email: ENDED } }, 410);
+    if (outcome.kind === 'wrong') return forgotPage(reply, { step: 'code', error: { code: wrongCode(outcome.attemptsLeft) } }, 400);
+    setFlowCookie(request, reply, 'reset', outcome.flowToken);
+    return seeOther(reply, FORGOT);
+  });
+
+  web.post<{ Body: Record<string, unknown> | undefined }>(`${FORGOT}/password`, csrf, async (request, reply) => {
+    const proven = await provenReset(request);
+    if (!proven) return forgotPage(reply, { step: 'email', error: { email: ENDED } }, 410);
+    const { account, token } = proven;
+    const twoStep = account.totpSecret !== null;
+    const again = (error: ForgotView['error'], status: number) => forgotPage(reply, { step: 'password', twoStep, error }, status);
+    const password = field(request, 'new_password');
+    const problem = await passwordProblem(password, [account.username, account.email]);
+    if (problem) return again({ new_password: problem }, 400);
+    if (twoStep) {
+      // A current TOTP code or a backup code, under the sign-in's code limits.
+      const checked = await checkTwoStepCode(signInContext(request, { page: 'reset' }), account, field(request, 'two_step_code'));
+      if (checked.kind === 'limited') return again({ two_step_code: tooManyAttempts(reply, 'wrong codes', checked.retryAfterMs) }, 429);
+      if (checked.kind === 'wrong') return again({ two_step_code: wrongCodeMessage(checked) }, 401);
+    }
+    const outcome = await completeReset(db(), send, { flowToken: token, passwordHash: await hashPassword(password) });
+    clearFlowCookie(reply, 'reset');
+    if (outcome.kind === 'ended') return forgotPage(reply, { step: 'email', error: { email: ENDED } }, 410);
+    await recordSecurityEvent(db(), request, {
+      kind: 'password_reset',
+      userId: outcome.userId,
+      details: { page: 'forgot', two_step: twoStep, sessions_ended: outcome.sessionsEnded, device_trusts_ended: outcome.deviceTrustsEnded },
+    });
+    return sendMessage(reply, 'Your password was changed', 'Every application and every browser signed in to your account was signed out. Sign in again with your new password.');
+  });
+
+  // --- Links from the messages ---
+
+  const CONFIRM: Record<Purpose, { title: string; button: string }> = {
+    sign_up: { title: 'Confirm your e-mail address', button: 'Continue creating my account' },
+    reset: { title: 'Reset your password', button: 'Continue to choose a new password' },
+    email_change: { title: 'Confirm your new e-mail address', button: 'Use this e-mail address' },
+  };
+  const deadLink = (reply: FastifyReply) => sendMessage(reply, 'This link has expired', 'This link has expired, was replaced by a newer one or was used already. Start again to get a new one.', 410);
+
+  web.get<{ Querystring: { token?: unknown } }>(VERIFY, async (request, reply) => {
+    const token = typeof request.query.token === 'string' ? request.query.token : '';
+    const found = await findByLink(db(), token);
+    if (!found || (found.purpose === 'sign_up' && !signUpOpen(web))) return deadLink(reply);
+    return sendPage(reply, 'verify', { ...CONFIRM[found.purpose], token });
+  });
+
+  web.post<{ Body: Record<string, unknown> | undefined }>(VERIFY, csrf, async (request: FormRequest, reply) => {
+    const token = field(request, 'token');
+    const found = await findByLink(db(), token);
+    if (!found || (found.purpose === 'sign_up' && !signUpOpen(web))) return deadLink(reply);
+    if (found.purpose === 'email_change') {
+      const outcome = await confirmEmailChange(db(), token);
+      if (outcome.kind === 'ended') return deadLink(reply);
+      if (outcome.kind === 'taken') return sendMessage(reply, 'That address is taken', 'Another account uses this e-mail address now, so yours was not changed.', 409);
+      await recordSecurityEvent(db(), request, { kind: 'email_changed', userId: outcome.userId, details: { page: 'verify' } });
+      return sendMessage(reply, 'E-mail address changed', `Your account's e-mail address is now ${outcome.newEmail}.`);
+    }
+    const outcome = await proveByLink(db(), found);
+    if (outcome.kind !== 'proven') return deadLink(reply);
+    const purpose = found.purpose;
+    setFlowCookie(request, reply, purpose, outcome.flowToken);
+    return seeOther(reply, purpose === 'sign_up' ? SIGN_UP : FORGOT);
+  });
+}
+
+const wrongCode = (attemptsLeft: number) =>
+  `That code is not right. ${attemptsLeft} attempt${attemptsLeft === 1 ? '' : 's'} left before you need a new code.`;
