@@ -321,7 +321,9 @@ describe('security headers and cookies (https BASE_URL)', () => {
     assert.equal(forbidden.status, 403);
     assertSecurityHeaders(forbidden);
     // The pages load nothing from elsewhere: the stylesheet and the (passkey) script are the service's own.
-    assert.deepEqual([...signin.text.matchAll(/(?:href|src)="([^"]+)"/g)].map((match) => match[1]), ['/assets/site.css', '/assets/passkeys.js']);
+    assert.deepEqual([...signin.text.matchAll(/<(?:link|script|img)\b[^>]*?(?:href|src)="([^"]+)"/g)].map((match) => match[1]), ['/assets/site.css', '/assets/passkeys.js']);
+    // Its links (create an account, forgot the password) stay on the service too.
+    for (const [, target] of signin.text.matchAll(/<a\b[^>]*?href="([^"]+)"/g)) assert.match(target!, /^\/(?!\/)/);
   });
 
   test('the session cookie is HttpOnly, SameSite=Lax, Path=/ and Secure, for 12 hours', async () => {
