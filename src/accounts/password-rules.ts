@@ -9,7 +9,9 @@ import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from './passwords.ts';
  * username and e-mail address count as known words. Existing passwords are never checked again.
  *
  * zxcvbn-ts runs in a worker thread, started on the first check (not at start: the dictionaries
- * are several MiB); should the worker fail, the check runs in this thread instead.
+ * are several MiB) and ended after a minute without checks, so a server where passwords are set now
+ * and then does not keep the dictionaries' memory; should the worker fail, the check runs in this
+ * thread instead.
  */
 export const MIN_SCORE = 3;
 
@@ -25,7 +27,10 @@ export async function passwordRefusal(password: string, userInputs: readonly (st
   return warning ? `${warning} Choose a password that is harder to guess` : 'This password is too easy to guess. Add another word or two that are not common';
 }
 
+const IDLE_MS = 60_000;
+
 let worker: Worker | undefined;
+let idleTimer: NodeJS.Timeout | undefined;
 let nextId = 0;
 const pending = new Map<number, { resolve: (answer: StrengthAnswer) => void; reject: (error: Error) => void }>();
 let inThread: ReturnType<typeof import('./password-strength-worker.ts').createScorer> | undefined;
@@ -46,6 +51,7 @@ async function score(password: string, userInputs: string[]): Promise<Omit<Stren
 
 function inWorker(password: string, userInputs: string[]): Promise<StrengthAnswer> {
   const running = worker ?? startWorker();
+  clearTimeout(idleTimer);
   const id = ++nextId;
   return new Promise<StrengthAnswer>((resolve, reject) => {
     pending.set(id, { resolve, reject });
@@ -72,8 +78,14 @@ function startWorker(): Worker {
   started.on('message', (answer: StrengthAnswer) => {
     pending.get(answer.id)?.resolve(answer);
     pending.delete(answer.id);
-    // An idle worker does not keep the process alive.
-    if (pending.size === 0) started.unref();
+    if (pending.size > 0) return;
+    // An idle worker does not keep the process alive, and ends after a while.
+    started.unref();
+    idleTimer = setTimeout(() => {
+      if (worker !== started || pending.size > 0) return;
+      worker = undefined;
+      void started.terminate();
+    }, IDLE_MS).unref();
   });
   started.on('error', failAll);
   started.on('exit', (code) => failAll(new Error(`the password strength worker exited (${code})`)));
