@@ -56,6 +56,12 @@ describe('password reset', () => {
     const signedIn = new OwnIpClient(server);
     assert.equal((await signedIn.submit('/account/sign-in', { username: account.username, password: account.password })).status, 303);
     await trustDevice(server.app.database.db, account.userId, 'device-1');
+    // A passkey (as registration stores one; only a real authenticator makes one: test/browser/passkeys.test.ts).
+    const credentialId = `cmVzZXQ${account.userId.slice(0, 8)}`;
+    await server.app.database.db
+      .insertInto('passkeys')
+      .values({ credential_id: credentialId, user_id: account.userId, public_key: 'AA', counter: 0, transports: '[]', name: 'Reset key', created_at: Date.now(), last_used_at: null })
+      .execute();
 
     const { browser, mail } = await askReset(account.email);
     assert.ok(mail.code);
@@ -75,6 +81,8 @@ describe('password reset', () => {
     assert.equal(old.status, 401, 'the application was signed out');
     assert.equal((await signedIn.fetch('/account')).status, 303, 'the other browser was signed out');
     assert.ok(!(await isTrustedDevice(server.app.database.db, account.userId, 'device-1')), 'device trust ended');
+    const passkeys = await server.app.database.db.selectFrom('passkeys').select('credential_id').where('user_id', '=', account.userId).execute();
+    assert.deepEqual(passkeys.map((row) => row.credential_id), [credentialId], 'a reset leaves passkeys alone (issue 20)');
     const notice = await inbox.next(account.email);
     assert.ok(notice.text.includes(account.username));
     const events = await server.app.database.db.selectFrom('security_events').select('details').where('kind', '=', 'password_reset').where('user_id', '=', account.userId).execute();
