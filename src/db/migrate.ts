@@ -38,14 +38,20 @@ export async function migrateToLatest(db: Kysely<any>): Promise<void> {
       : undefined;
   const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations }, migrationTableSchema });
   let { error, results } = await migrator.migrateToLatest();
-  // Kysely's check for its tables reads the catalog of every schema, and fails with 3F000 when
-  // another schema of the database is dropped meanwhile (another deployment's, a test run's). Our
-  // schema is untouched by that, so the check is simply run again.
-  for (let attempt = 1; attempt < 5 && (error as { code?: string } | undefined)?.code === '3F000'; attempt++) {
+  // Kysely's check for its tables reads the catalog of every schema, and fails when another schema
+  // of the database, or a table in it, is dropped meanwhile (another deployment's, a test run's):
+  // 3F000 from has_schema_privilege, 42P01 or "cache lookup failed" from pg_get_serial_sequence.
+  // Our schema is untouched by that, so the check is simply run again.
+  for (let attempt = 1; attempt < 5 && isCatalogRace(error); attempt++) {
     ({ error, results } = await migrator.migrateToLatest());
   }
   if (error) {
     const failed = results?.find((result) => result.status === 'Error');
     throw new Error(`migration ${failed?.migrationName ?? ''} failed: ${(error as Error).message ?? error}`, { cause: error });
   }
+}
+
+function isCatalogRace(error: unknown): boolean {
+  const { code, message } = (error ?? {}) as { code?: string; message?: string };
+  return code === '3F000' || code === '42P01' || (code === 'XX000' && /cache lookup failed/.test(message ?? ''));
 }

@@ -104,7 +104,21 @@ async function freePort(): Promise<number> {
   return typeof address === 'object' && address ? address.port : 0;
 }
 
+/**
+ * Starts a server as `startServer` describes; a start that fails is reported on stderr and tried
+ * once more, so a transient fault of the shared PostgreSQL (another test process dropping its
+ * schema during our catalog reads) is seen in CI's output instead of cancelling a whole suite.
+ */
 export async function startServer(options: StartOptions = {}): Promise<TestServer> {
+  try {
+    return await startServerOnce(options);
+  } catch (error) {
+    process.stderr.write(`test server failed to start, trying once more: ${(error as Error)?.stack ?? error}\n`);
+    return startServerOnce(options);
+  }
+}
+
+async function startServerOnce(options: StartOptions): Promise<TestServer> {
   const ownDatabase = options.database === undefined;
   const database = options.database ?? (await freshDatabase());
   const port = options.baseUrlIsOwnAddress ? await freePort() : 0;
@@ -124,15 +138,22 @@ export async function startServer(options: StartOptions = {}): Promise<TestServe
       done();
     },
   });
-  const app = await buildApp({
-    config,
-    logStream,
-    rateLimitNamespace: options.rateLimitNamespace ?? `test:${randomBytes(6).toString('hex')}:`,
-    purgeIntervalMs: options.purgeIntervalMs,
-    mail: options.mail,
-  });
-  await options.beforeListen?.(app);
-  await app.listen({ port, host: '127.0.0.1' });
+  let app: FastifyInstance | undefined;
+  try {
+    app = await buildApp({
+      config,
+      logStream,
+      rateLimitNamespace: options.rateLimitNamespace ?? `test:${randomBytes(6).toString('hex')}:`,
+      purgeIntervalMs: options.purgeIntervalMs,
+      mail: options.mail,
+    });
+    await options.beforeListen?.(app);
+    await app.listen({ port, host: '127.0.0.1' });
+  } catch (error) {
+    await app?.close().catch(() => {});
+    if (ownDatabase) await database.drop().catch(() => {});
+    throw error;
+  }
   const address = app.server.address();
   const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
   return {
