@@ -179,7 +179,9 @@ class BackgroundCheckpoints {
 }
 
 function postgresPool(url: string): pg.Pool {
-  const pool = new pg.Pool({ connectionString: url, max: 10, connectionTimeoutMillis: 5000 });
+  // A burst of writes to one row queues on its advisory lock while holding connections, so the
+  // wait for a free one is generous; past it the request is answered 503 (see isDatabaseBusy).
+  const pool = new pg.Pool({ connectionString: url, max: 10, connectionTimeoutMillis: 15_000 });
   // An idle client losing its server must not crash the process; the next query reports it.
   pool.on('error', () => {});
   return pool;

@@ -1,5 +1,6 @@
 import FindMyWay, { type HTTPMethod } from 'find-my-way';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { isDatabaseBusy } from '../db/errors.ts';
 import { ApiError, codeForStatus } from './errors.ts';
 
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
@@ -48,13 +49,20 @@ export function sendError(reply: FastifyReply, error: ApiError): FastifyReply {
   return reply.code(error.statusCode).type('application/json; charset=utf-8').send(text);
 }
 
-/** What answers any thrown error: an ApiError as is, a validation or other 4xx error of Fastify's as one, anything else a logged 500. */
+/**
+ * What answers any thrown error: an ApiError as is, a validation or other 4xx error of Fastify's as
+ * one, a database with no room in time a 503 to retry, anything else a logged 500.
+ */
 export function apiErrorForThrown(error: FastifyError | ApiError, request: FastifyRequest): ApiError {
   if (error instanceof ApiError) return error;
   if (error.validation) return validationError(error.validationContext ?? 'body', error.validation);
   const status = error.statusCode ?? 500;
   if (status >= 400 && status < 500) {
     return new ApiError(status, clientMessage(error), { code: codeForStatus(status) });
+  }
+  if (isDatabaseBusy(error)) {
+    request.log.warn({ err: error }, 'the database had no room for the request in time');
+    return new ApiError(503, 'The service is busy; try again in a moment', { headers: { 'retry-after': '1' } });
   }
   request.log.error({ err: error }, 'unhandled error');
   return new ApiError(500, 'Internal server error', { details: { requestId: request.id } });

@@ -35,6 +35,7 @@ const OAUTH_ERRORS = {
   slow_down: { status: 400, defaultDescription: 'Polling too fast; wait longer between polls' },
   expired_token: { status: 400, defaultDescription: 'The device code has expired; start a new device login' },
   server_error: { status: 500, defaultDescription: 'Internal server error' },
+  temporarily_unavailable: { status: 503, defaultDescription: 'The server is busy; try again in a moment' },
 } as const satisfies Record<string, { status: number; defaultDescription: string }>;
 
 type OAuthErrorCode = keyof typeof OAUTH_ERRORS;
@@ -71,6 +72,8 @@ export const ExpiredToken = oauthErrorClass('expired_token', 'ExpiredToken');
 export type ExpiredToken = InstanceType<typeof ExpiredToken>;
 export const ServerError = oauthErrorClass('server_error', 'ServerError');
 export type ServerError = InstanceType<typeof ServerError>;
+export const TemporarilyUnavailable = oauthErrorClass('temporarily_unavailable', 'TemporarilyUnavailable');
+export type TemporarilyUnavailable = InstanceType<typeof TemporarilyUnavailable>;
 
 /** Client authentication failed: 401, with a Basic challenge when the client used Basic. */
 export class InvalidClient extends oauthErrorClass('invalid_client', 'InvalidClient') {

@@ -1,11 +1,12 @@
 import formbody from '@fastify/formbody';
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { recordSecurityEvent } from '../accounts/security-events.ts';
+import { isDatabaseBusy } from '../db/errors.ts';
 import { limitRequests } from '../http/rate-limit.ts';
 import { authorizeRoute } from './authorize.ts';
 import { deviceAuthorizationRoute } from './device-authorization.ts';
 import { claimedClientId } from './client-auth.ts';
-import { InvalidClient, OAuthError, ServerError } from './errors.ts';
+import { InvalidClient, OAuthError, ServerError, TemporarilyUnavailable } from './errors.ts';
 import { introspectionRoute } from './introspection.ts';
 import { revocationRoute } from './revocation.ts';
 import { tokenRoute } from './token-endpoint.ts';
@@ -25,6 +26,9 @@ export async function oauthEndpoints(scope: FastifyInstance): Promise<void> {
     else if ((error.statusCode ?? 500) < 500) {
       // Malformed bodies, wrong media types, oversized bodies, rate limits: keep their status.
       oauthError = new OAuthError('invalid_request', error.message, error.statusCode ?? 400);
+    } else if (isDatabaseBusy(error)) {
+      request.log.warn({ err: error }, 'the database had no room for the request in time');
+      oauthError = new TemporarilyUnavailable(undefined, { 'retry-after': '1' });
     } else {
       request.log.error({ err: error }, 'unhandled error');
       oauthError = new ServerError(`Internal server error (request ${request.id})`);

@@ -3,7 +3,12 @@
  * JSON with a request id; 404 vs 405 (with Allow); bodies the server cannot read; 500s.
  */
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import Sqlite from 'better-sqlite3';
+import pg from 'pg';
 import { signedInTokens } from '../helpers/oauth.ts';
 import { startServer, type Reply, type TestServer } from '../helpers/server.ts';
 
@@ -33,6 +38,31 @@ before(async () => {
       });
       app.post('/test/boom', async () => {
         throw new TypeError('exploded while handling a body');
+      });
+      // The drivers' own errors for "no room in time": SQLite's busy timeout passing while another
+      // connection holds the write lock, and pg-pool's wait for a connection running out.
+      app.get('/test/busy/sqlite', async () => {
+        const dir = mkdtempSync(join(tmpdir(), 'busy-'));
+        const holder = new Sqlite(join(dir, 'x.db'));
+        const other = new Sqlite(join(dir, 'x.db'), { timeout: 0 });
+        try {
+          holder.exec('create table t (x); begin immediate; insert into t values (1)');
+          other.exec('insert into t values (2)');
+        } finally {
+          other.close();
+          holder.close();
+          rmSync(dir, { recursive: true, force: true });
+        }
+      });
+      app.get('/test/busy/postgres', async () => {
+        const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 1, connectionTimeoutMillis: 50 });
+        const held = await pool.connect();
+        try {
+          await pool.query('select 1');
+        } finally {
+          held.release();
+          await pool.end();
+        }
       });
     },
   });
@@ -180,6 +210,21 @@ describe('an unexpected exception', () => {
     const health = await server.request('GET', '/healthz');
     assert.equal(health.status, 200);
   });
+});
+
+describe('a database with no room for the request in time', () => {
+  const postgres = process.env.DATABASE_URL?.startsWith('postgres');
+  for (const driver of ['sqlite', 'postgres']) {
+    test(`${driver}: 503 serviceUnavailable with Retry-After, logged as a warning, not a 500`, { skip: driver === 'postgres' && !postgres && 'PostgreSQL only' }, async () => {
+      const before = server.logs.length;
+      const reply = await server.request('GET', `/test/busy/${driver}`);
+      assertError(reply, 503, 'serviceUnavailable');
+      assert.equal(reply.headers.get('retry-after'), '1');
+      const lines = server.logs.slice(before).map((line) => JSON.parse(line));
+      assert.ok(lines.some((line) => line.level === 40 && line.err), server.logs.slice(before).join('\n'));
+      assert.ok(!lines.some((line) => line.level >= 50), 'no error-level line');
+    });
+  }
 });
 
 describe('client errors are not logged as server errors', () => {
