@@ -5,6 +5,7 @@ import { createHash, generateKeyPairSync, randomBytes, randomUUID, sign, type Ke
 import { Secrets as SealingKey } from '../src/secrets/sealed.ts';
 import { createAccount } from '../src/accounts/accounts.ts';
 import { loadConfig } from '../src/config.ts';
+import { loadSecretsKey } from '../src/secrets/secrets-key.ts';
 import { openDatabase } from '../src/db/connection.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { issueAuthorizationCode } from '../src/oauth/authorization-codes.ts';
@@ -23,14 +24,26 @@ export interface Secrets {
   accessToken: string;
 }
 
+/**
+ * The secrets key of the servers a bench process starts: SECRETS_KEY if set, else one made for this
+ * process and put in its environment, which every server it starts inherits. The fixtures seal the
+ * account's private key under it as the server would: under another key, the server reported the
+ * account's key as unreadable at every start, and the bench measured a database no real one is.
+ */
+function serverSecretsKey(databaseUrl: string): SealingKey {
+  process.env.SECRETS_KEY ??= randomBytes(32).toString('base64');
+  return new SealingKey(loadSecretsKey(loadConfig({ DATABASE_URL: databaseUrl, SECRETS_KEY: process.env.SECRETS_KEY })).key);
+}
+
 /** Mints what the OAuth cases spend: one code or refresh token per request. */
 export async function mintSecrets(databaseUrl: string, count: number): Promise<Secrets> {
+  const sealingKey = serverSecretsKey(databaseUrl);
   const database = openDatabase(loadConfig({ DATABASE_URL: databaseUrl }).database);
   const { db } = database;
   try {
     await migrateToLatest(db);
     const tag = randomBytes(4).toString('hex');
-    const userId = await createAccount(db, { username: `bench_${tag}`, email: `bench_${tag}@example.com`, password: 'benchmark password' }, new SealingKey(randomBytes(32)));
+    const userId = await createAccount(db, { username: `bench_${tag}`, email: `bench_${tag}@example.com`, password: 'benchmark password' }, sealingKey);
     const { clientId } = await createApplication(db, { name: 'Benchmark', redirectUris: [REDIRECT_URI], scopes: ['common', 'users:read'], confidential: false });
     const codeVerifier = randomBytes(32).toString('base64url');
     const codeChallenge = createHash('sha256').update(codeVerifier).digest('base64url');

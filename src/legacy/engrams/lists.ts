@@ -80,8 +80,17 @@ export class EngramLists {
     if (identity.length < COMPRESSION_THRESHOLD) return { version, tag, identity };
     const [br, gz] = await Promise.all([
       // Quality 5 of 11: about as small as gzip's best at a fraction of brotli's top-quality time,
-      // so the first request after a change is not kept waiting.
-      brotli(identity, { params: { [zlibConstants.BROTLI_PARAM_QUALITY]: 5, [zlibConstants.BROTLI_PARAM_SIZE_HINT]: identity.length } }),
+      // so the first request after a change is not kept waiting. A 64 KiB window instead of the
+      // default 4 MiB: the list's repetition is local (each engram's path, spawn code and URL), so
+      // the 10,000-engram list came out no larger (401,726 bytes against 403,946) and building it
+      // peaked ~6 MiB lower (docs/benchmarks.md, "Issue 21, memory").
+      brotli(identity, {
+        params: {
+          [zlibConstants.BROTLI_PARAM_QUALITY]: 5,
+          [zlibConstants.BROTLI_PARAM_LGWIN]: 16,
+          [zlibConstants.BROTLI_PARAM_SIZE_HINT]: identity.length,
+        },
+      }),
       gzipAsync(identity, { level: 6 }),
     ]);
     return { version, tag, identity, br, gzip: gz };
