@@ -43,7 +43,7 @@ for (const method of ['run', 'all', 'get'] as const) {
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'bulk-phases-'));
-const database = openDatabase(values.database ? { kind: 'postgres', url: values.database } : { kind: 'sqlite', path: join(dir, 'db.sqlite') });
+const database = openDatabase(values.database ? { kind: 'postgres', url: values.database } : { kind: 'sqlite', path: join(dir, 'db.sqlite') }, { checkpointWorkerAfterWrites: 1 });
 try {
   await migrateToLatest(database.db);
   if (process.env.CACHE_KIB) await sql.raw(`pragma cache_size = -${process.env.CACHE_KIB}`).execute(database.db);

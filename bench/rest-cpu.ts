@@ -51,10 +51,13 @@ const windows: Array<[number, number]> = [];
 const nowUs = () => Number(process.hrtime.bigint() / 1000n);
 
 /** Runs of consecutive non-idle samples, in ms, and the busy share by function (self time). */
-function stretches(profile: Profile): { runs: number[]; busyMs: number; top: Array<[string, number]> } {
+function stretches(profile: Profile): { runs: number[]; busyMs: number; top: Array<[string, number]>; inclusive: Array<[string, number]> } {
   const byId = new Map(profile.nodes.map((node) => [node.id, node]));
+  const parentOf = new Map<number, number>();
+  for (const node of profile.nodes as Array<{ id: number; children?: number[] }>) for (const child of node.children ?? []) parentOf.set(child, node.id);
   const runs: number[] = [];
   const self = new Map<string, number>();
+  const total = new Map<string, number>();
   let current = 0;
   let busy = 0;
   let time = profile.startTime;
@@ -71,12 +74,21 @@ function stretches(profile: Profile): { runs: number[]; busyMs: number; top: Arr
     }
     current += dt;
     busy += dt;
-    const key = `${name || '(anonymous)'} ${node.callFrame.url.split('/').slice(-2).join('/')}:${node.callFrame.lineNumber}`;
+    const keyOf = (frame: Profile['nodes'][number]['callFrame']) => `${frame.functionName || '(anonymous)'} ${frame.url.split('/').slice(-2).join('/')}:${frame.lineNumber}`;
+    const key = keyOf(node.callFrame);
     self.set(key, (self.get(key) ?? 0) + dt);
+    const seen = new Set<string>();
+    for (let id: number | undefined = node.id; id !== undefined; id = parentOf.get(id)) {
+      const frameKey = keyOf(byId.get(id)!.callFrame);
+      if (seen.has(frameKey)) continue;
+      seen.add(frameKey);
+      total.set(frameKey, (total.get(frameKey) ?? 0) + dt);
+    }
   }
   if (current > 0) runs.push(current);
   const top = [...self.entries()].sort((a, b) => b[1] - a[1]).slice(0, 40);
-  return { runs, busyMs: busy, top };
+  const inclusive = [...total.entries()].sort((a, b) => b[1] - a[1]).slice(0, 60);
+  return { runs, busyMs: busy, top, inclusive };
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'rest-cpu-'));
@@ -94,7 +106,7 @@ try {
     const flags = values.profile ? [...start.flags, '--cpu-prof', '--cpu-prof-interval', '100', '--cpu-prof-dir', profileDir] : start.flags;
     servers.push(await startProcess(build.entry, env, '/healthz', flags));
   }
-  await projects(servers[0]!.url, secrets.accessToken, 300);
+  const projectId = await projects(servers[0]!.url, secrets.accessToken, 300);
   const headers = { authorization: `Bearer ${secrets.accessToken}` };
   const body = () => JSON.stringify(Array.from({ length: 250 }, (_, n) => ({ projectId: randomUUID(), title: `Bulk ${n}`, description: 'bench' })));
   const load: Load =
@@ -103,9 +115,28 @@ try {
       : { path: '/v4/projects?pageSize=250', headers };
   const connections = values.case === 'post' ? 2 : 10;
   const options = { seconds: Number(values.seconds), connections };
-  for (const server of servers) await measure(server.url, load, { ...options, seconds: 1 }); // warm-up
+  if (values.case === 'mixed') {
+    // Single GETs on 8 connections, alone and beside 2 connections posting 250 new objects each.
+    const reads: Load = { path: `/v4/projects/${projectId}`, headers, client: 'node' };
+    const writes: Load = { method: 'POST', path: '/v4/projects', headers: { ...headers, 'content-type': 'application/json' }, next: () => ({ body: body() }) };
+    const seconds = Number(values.seconds);
+    for (const server of servers) await measure(server.url, reads, { seconds: 1, connections: 8 });
+    for (let round = 1; round <= Number(values.rounds); round++) {
+      for (const index of builds.map((_, index) => (index + round) % builds.length)) {
+        const server = servers[index]!;
+        const alone = await measure(server.url, reads, { seconds, connections: 8 });
+        const before = cpuMs(server.pid);
+        const [under, writing] = await Promise.all([measure(server.url, reads, { seconds, connections: 8 }), measure(server.url, writes, { seconds, connections: 2 })]);
+        const cpu = cpuMs(server.pid) - before;
+        console.log(
+          `round ${round} ${builds[index]!.name}: alone p50 ${alone.p50} p99 ${alone.p99}; beside POSTs p50 ${under.p50} p99 ${under.p99} (${(under.p99 / alone.p99).toFixed(1)} ×); POSTs ${writing.requests} (${writing.failed} failed), server CPU ${(cpu / (writing.requests * 1 + under.requests * 0.05)).toFixed(1)} ms per POST-equivalent`,
+        );
+      }
+    }
+  }
+  if (values.case !== 'mixed') for (const server of servers) await measure(server.url, load, { ...options, seconds: 1 }); // warm-up
   const perRequest: number[][] = builds.map(() => []);
-  for (let round = 1; round <= Number(values.rounds); round++) {
+  for (let round = 1; round <= (values.case === 'mixed' ? 0 : Number(values.rounds)); round++) {
     const order = builds.map((_, index) => (index + round) % builds.length);
     const line: string[] = [];
     for (const index of order) {
@@ -122,18 +153,21 @@ try {
     console.log(`round ${round}: ${line.join('; ')}`);
   }
   const median = (list: number[]) => [...list].sort((a, b) => a - b)[Math.floor(list.length / 2)]!;
-  for (const [index, build] of builds.entries()) console.log(`${build.name}: CPU ms per request, median ${median(perRequest[index]!).toFixed(2)} (${perRequest[index]!.map((v) => v.toFixed(2)).join(' ')})`);
+  if (values.case !== 'mixed') for (const [index, build] of builds.entries()) console.log(`${build.name}: CPU ms per request, median ${median(perRequest[index]!).toFixed(2)} (${perRequest[index]!.map((v) => v.toFixed(2)).join(' ')})`);
 } finally {
   for (const server of servers) await server.stop();
   if (values.profile) {
     for (const [index, build] of builds.entries()) {
       const files = readdirSync(profileDirs[index]!).filter((file) => file.endsWith('.cpuprofile'));
       for (const file of files) {
-        const { runs, busyMs, top } = stretches(JSON.parse(readFileSync(join(profileDirs[index]!, file), 'utf8')) as Profile);
+        const { runs, busyMs, top, inclusive } = stretches(JSON.parse(readFileSync(join(profileDirs[index]!, file), 'utf8')) as Profile);
         runs.sort((a, b) => a - b);
         const at = (q: number) => runs[Math.min(runs.length - 1, Math.floor(q * runs.length))]!.toFixed(2);
         console.log(`\n${build.name}: busy ${busyMs.toFixed(0)} ms over the profile; synchronous stretches ≥ 1 ms: ${runs.filter((r) => r >= 1).length}; p50 ${at(0.5)} p90 ${at(0.9)} p99 ${at(0.99)} max ${at(1)} ms; busy per request ~${(busyMs / Math.max(1, counts[index]!)).toFixed(2)} ms`);
+        console.log('  self:');
         for (const [name, ms] of top) console.log(`  ${((100 * ms) / busyMs).toFixed(1).padStart(5)} %  ${name}`);
+        console.log('  inclusive:');
+        for (const [name, ms] of inclusive) console.log(`  ${((100 * ms) / busyMs).toFixed(1).padStart(5)} %  ${name}`);
       }
     }
   }
