@@ -9,7 +9,7 @@
 // --profile starts each server with `--cpu-prof` (100 µs samples) and, at the end, reads from each
 // profile the synchronous stretches: runs of consecutive samples that are not idle, i.e. how long
 // the event loop was held at a time, which is what delays a read waiting beside a bulk POST.
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -104,9 +104,16 @@ try {
     const profileDir = join(dir, `profile-${index}`);
     profileDirs.push(profileDir);
     const flags = values.profile ? [...start.flags, '--cpu-prof', '--cpu-prof-interval', '100', '--cpu-prof-dir', profileDir] : start.flags;
-    servers.push(await startProcess(build.entry, env, '/healthz', flags));
+    // On SQLite each build writes a copy of its own: two processes writing one file would wait on each other.
+    let own = env;
+    if (!values.database) {
+      copyFileSync(join(dir, 'bench.db'), join(dir, `bench-${index}.db`));
+      own = { ...env, DATABASE_URL: `sqlite:${join(dir, `bench-${index}.db`)}` };
+    }
+    servers.push(await startProcess(build.entry, own, '/healthz', flags));
   }
-  const projectId = await projects(servers[0]!.url, secrets.accessToken, 300);
+  const projectIds: string[] = [];
+  for (const server of servers) projectIds.push(values.database && projectIds.length > 0 ? projectIds[0]! : await projects(server.url, secrets.accessToken, 300));
   const headers = { authorization: `Bearer ${secrets.accessToken}` };
   const body = () => JSON.stringify(Array.from({ length: 250 }, (_, n) => ({ projectId: randomUUID(), title: `Bulk ${n}`, description: 'bench' })));
   const load: Load =
@@ -117,16 +124,16 @@ try {
   const options = { seconds: Number(values.seconds), connections };
   if (values.case === 'mixed') {
     // Single GETs on 8 connections, alone and beside 2 connections posting 250 new objects each.
-    const reads: Load = { path: `/v4/projects/${projectId}`, headers, client: 'node' };
+    const reads = (index: number): Load => ({ path: `/v4/projects/${projectIds[index]}`, headers, client: 'node' });
     const writes: Load = { method: 'POST', path: '/v4/projects', headers: { ...headers, 'content-type': 'application/json' }, next: () => ({ body: body() }) };
     const seconds = Number(values.seconds);
-    for (const server of servers) await measure(server.url, reads, { seconds: 1, connections: 8 });
+    for (const [index, server] of servers.entries()) await measure(server.url, reads(index), { seconds: 1, connections: 8 });
     for (let round = 1; round <= Number(values.rounds); round++) {
       for (const index of builds.map((_, index) => (index + round) % builds.length)) {
         const server = servers[index]!;
-        const alone = await measure(server.url, reads, { seconds, connections: 8 });
+        const alone = await measure(server.url, reads(index), { seconds, connections: 8 });
         const before = cpuMs(server.pid);
-        const [under, writing] = await Promise.all([measure(server.url, reads, { seconds, connections: 8 }), measure(server.url, writes, { seconds, connections: 2 })]);
+        const [under, writing] = await Promise.all([measure(server.url, reads(index), { seconds, connections: 8 }), measure(server.url, writes, { seconds, connections: 2 })]);
         const cpu = cpuMs(server.pid) - before;
         console.log(
           `round ${round} ${builds[index]!.name}: alone p50 ${alone.p50} p99 ${alone.p99}; beside POSTs p50 ${under.p50} p99 ${under.p99} (${(under.p99 / alone.p99).toFixed(1)} ×); POSTs ${writing.requests} (${writing.failed} failed), server CPU ${(cpu / (writing.requests * 1 + under.requests * 0.05)).toFixed(1)} ms per POST-equivalent`,
@@ -155,6 +162,7 @@ try {
   const median = (list: number[]) => [...list].sort((a, b) => a - b)[Math.floor(list.length / 2)]!;
   if (values.case !== 'mixed') for (const [index, build] of builds.entries()) console.log(`${build.name}: CPU ms per request, median ${median(perRequest[index]!).toFixed(2)} (${perRequest[index]!.map((v) => v.toFixed(2)).join(' ')})`);
 } finally {
+  for (const [index, server] of servers.entries()) console.log(`${builds[index]!.name}: peak RSS ${server.memory().peakMiB} MiB`);
   for (const server of servers) await server.stop();
   if (values.profile) {
     for (const [index, build] of builds.entries()) {
