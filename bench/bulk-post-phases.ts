@@ -60,8 +60,6 @@ try {
   const phases: Record<string, number[]> = {};
   const note = (key: string, ms: number) => (phases[key] ??= []).push(ms);
   let longest = 0;
-  // The longest stretch without a turn of the event loop during save(), measured by a timer that
-  // should fire every millisecond.
   for (let post = 0; post < Number(values.posts); post++) {
     const text = JSON.stringify(body());
     let started = performance.now();
@@ -71,24 +69,33 @@ try {
     if (!check.Check(items)) throw new Error('invalid body');
     note('validation', performance.now() - started);
     spent.clear();
+    // The longest stretch between two turns of the event loop, in this process's CPU time (the
+    // checkpoint thread's share is small) and in wall time: a timer asks to run every millisecond.
     let last = performance.now();
+    let lastCpu = process.cpuUsage();
     let gap = 0;
-    const timer = setInterval(() => {
+    let cpuGap = 0;
+    const tick = () => {
       const now = performance.now();
+      const cpuNow = process.cpuUsage();
       gap = Math.max(gap, now - last);
+      cpuGap = Math.max(cpuGap, (cpuNow.user + cpuNow.system - lastCpu.user - lastCpu.system) / 1000);
       last = now;
-    }, 0);
+      lastCpu = cpuNow;
+    };
+    const timer = setInterval(tick, 0);
     started = performance.now();
     const cpu = process.cpuUsage();
     const { created, updated } = await store.save(caller, items);
     const saveMs = performance.now() - started;
     const saveCpu = process.cpuUsage(cpu);
     note('save() CPU (user + system)', (saveCpu.user + saveCpu.system) / 1000);
+    tick();
     clearInterval(timer);
-    gap = Math.max(gap, performance.now() - last);
-    longest = Math.max(longest, gap);
+    longest = Math.max(longest, cpuGap);
+    note('  longest section without a turn of the event loop, CPU', cpuGap);
+    note('  the same, wall time', gap);
     note('save() in all', saveMs);
-    note('  longest section without a turn of the event loop', gap);
     for (const [key, ms] of spent) note(`  ${key}`, ms);
     started = performance.now();
     const answer = { created: created.map((row) => store.toJson(row, caller)), updated: updated.map((row) => store.toJson(row, caller)) };
@@ -99,7 +106,7 @@ try {
   }
   const median = (list: number[]) => [...list].sort((a, b) => a - b)[Math.floor(list.length / 2)]!;
   for (const [key, list] of Object.entries(phases)) console.log(`${key.padEnd(55)} median ${median(list).toFixed(2)} ms`);
-  console.log(`longest section without a turn of the event loop over all POSTs: ${longest.toFixed(2)} ms`);
+  console.log(`longest section without a turn of the event loop over all POSTs, CPU: ${longest.toFixed(2)} ms`);
 } finally {
   await database.close();
   rmSync(dir, { recursive: true, force: true });
