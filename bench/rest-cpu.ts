@@ -10,7 +10,7 @@
 // profile the synchronous stretches: runs of consecutive samples that are not idle, i.e. how long
 // the event loop was held at a time, which is what delays a read waiting beside a bulk POST.
 import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -99,7 +99,7 @@ const counts: number[] = builds.map(() => 0);
 try {
   const secrets = await mintSecrets(databaseUrl, 1);
   const start = productionStart();
-  const env = { ...start.env, DATABASE_URL: databaseUrl, BASE_URL: `https://${BENCH_HOST}`, RATE_LIMIT_V1: '1000000000', RATE_LIMIT_V4: '1000000000', LOG_LEVEL: 'info' };
+  const env = { ...start.env, SECRETS_KEY: randomBytes(32).toString('base64'), DATABASE_URL: databaseUrl, BASE_URL: `https://${BENCH_HOST}`, RATE_LIMIT_V1: '1000000000', RATE_LIMIT_V4: '1000000000', LOG_LEVEL: 'info' };
   for (const [index, build] of builds.entries()) {
     const profileDir = join(dir, `profile-${index}`);
     profileDirs.push(profileDir);
