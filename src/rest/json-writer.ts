@@ -19,7 +19,8 @@ export function jsonString(text: string): string {
  * values directly. Long answers (a 250-item page, a bulk POST's answer) spent more on building
  * those objects, walking them and joining their pieces than on reading the rows.
  *
- * A string property's string and an integer property's integer are written here; any other value
+ * A property's own toJsonText writes it when it has one (timestamps); otherwise a string
+ * property's string and an integer property's integer are written here, and any other value
  * (null, a union, an array) goes to fast-json-stringify compiled for that property's schema, so
  * the text stays the serializer's in every case. Names enter the code as JSON string literals and
  * values by their index, as in the row mapper.
@@ -40,7 +41,8 @@ export function instanceWriter(definition: ClassDefinition): InstanceWriter {
   const statements = [`let v; let out = '{' + ${key(definition.id.property)} + ':' + ${written('string', entries.length, 'values[0]')};`];
   const conditional: string[] = [];
   for (const [index, [name, property]] of entries.entries()) {
-    const part = `out += ',' + ${key(name)} + ':' + ${written(kindOf(property.schema), index, value(property, index))};`;
+    const text = property.toJsonText ? `toJsonText[${index}](values[${index + 1}])` : written(kindOf(property.schema), index, value(property, index));
+    const part = `out += ',' + ${key(name)} + ':' + ${text};`;
     const conditions = [
       ...(property.readScope !== undefined ? [`caller.scopes.has(readScope[${index}])`] : []),
       ...(property.shownWhen !== undefined ? [`shownWhen[${index}](asRow(values), caller)`] : []),
@@ -51,12 +53,13 @@ export function instanceWriter(definition: ClassDefinition): InstanceWriter {
   // The serializer writes the properties an instance always has first (the schema's required ones), then the others.
   statements.push(...conditional);
   const code = `return function writeInstance(values, caller) { ${statements.join(' ')} return out + '}'; };`;
-  const make = new Function('convert', 'readScope', 'shownWhen', 'asRow', 'fallback', 'jsonString', code);
+  const make = new Function('convert', 'toJsonText', 'readScope', 'shownWhen', 'asRow', 'fallback', 'jsonString', code);
   const asRow = (values: readonly unknown[]) => Object.fromEntries(columns.map((column, index) => [column, values[index]]));
   // The serializer of each property's own schema, and last the id's.
   const fallback = [...entries.map(([, property]) => fastJson(property.schema as never)), fastJson(idSchema)];
   return make(
     entries.map(([, property]) => property.toJson),
+    entries.map(([, property]) => property.toJsonText),
     entries.map(([, property]) => property.readScope),
     entries.map(([, property]) => property.shownWhen),
     asRow,

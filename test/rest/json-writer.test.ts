@@ -48,7 +48,7 @@ test('an instance written from its column values is the text the response schema
         const values: unknown[] = Array.from({ length: width }, (_, column) => {
           const name = column === 0 ? definition.id.property : Object.keys(definition.properties)[column - 1]!;
           if (name === 'count' || name === 'revision') return [3, 0, -7, 2.9, null, 12345678901][index % 6];
-          if (name === 'createdAt' || name === 'updatedAt') return 1_732_550_000_123 + index;
+          if (name === 'createdAt' || name === 'updatedAt') return index === 5 ? null : 1_732_550_000_123 + index * 86_399_999;
           if (name === 'tags') return `${text} b`;
           if (name === 'ownerId' || name === 'userId') return index % 2 === 0 ? owner : text;
           if (name === 'note' || name === 'secret') return index % 3 === 0 ? null : text;
