@@ -112,6 +112,11 @@ function sqliteConnection(path: string, options: { readonly?: boolean } = {}): B
   connection.pragma('synchronous = NORMAL');
   connection.pragma('foreign_keys = ON');
   connection.pragma('busy_timeout = 5000');
+  // Room for every page a bulk write changes (a 250-object POST dirties ~650 4 KiB pages; 1,000
+  // objects, the most one POST takes, ~2,600): past the default 2 MiB, SQLite writes pages to the
+  // log before the commit and writes many again at the commit, and reads the indexes' pages back
+  // from the file (measured: 4,300 writes and 1,700 reads a POST with 2 MiB, 2,900 and 200 with this).
+  connection.pragma('cache_size = -16384');
   return connection;
 }
 

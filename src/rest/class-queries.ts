@@ -89,18 +89,19 @@ export function classQueries(definition: ClassDefinition, kind: Dialect) {
         .where((eb) => (changeableRows ? changeableRows(eb, callerOf(values)) : sql<boolean>`1 = 1`)),
     { mayBeUnused },
   );
-  // Rows of one column list (the form), their values flattened in `values`.
-  const insert = reusableQuery(
-    (db, params: { values: readonly Value[] }, written: readonly string[]) => {
-      const rows: Row[] = [];
-      for (let at = 0; at < params.values.length; at += written.length) {
-        const row: Row = {};
-        for (const [index, column] of written.entries()) row[column] = params.values[at + index];
-        rows.push(row);
-      }
-      return onClassTable(db).insertInto(table).values(rows).returning(columns);
-    },
-    { formKey: (written) => written.join(',') },
-  );
-  return { page, count, byId, existing, changeable, insert };
+  // Rows of one column list (the form), their values flattened in `values`: answered as stored
+  // (RETURNING), or not when the caller holds every column already (see ClassStore.insertChunk).
+  const insertRows = (db: Kysely<Schema>, params: { values: readonly Value[] }, written: readonly string[]) => {
+    const rows: Row[] = [];
+    for (let at = 0; at < params.values.length; at += written.length) {
+      const row: Row = {};
+      for (const [index, column] of written.entries()) row[column] = params.values[at + index];
+      rows.push(row);
+    }
+    return onClassTable(db).insertInto(table).values(rows);
+  };
+  const columnList = { formKey: (written: readonly string[]) => written.join(',') };
+  const insert = reusableQuery((db, params: { values: readonly Value[] }, written: readonly string[]) => insertRows(db, params, written).returning(columns), columnList);
+  const insertOnly = reusableQuery((db, params: { values: readonly Value[] }, written: readonly string[]) => insertRows(db, params, written), columnList);
+  return { page, count, byId, existing, changeable, insert, insertOnly };
 }

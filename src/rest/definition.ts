@@ -44,6 +44,11 @@ export interface PropertyDefinition<Column extends string = string> {
   fromJson?: (value: any) => unknown;
   /** Turns the column value into the JSON value; `row` holds the instance's other columns. */
   toJson?: (value: any, row: Row) => unknown;
+  /**
+   * The JSON text of the property, from the column value: exactly what the response schema's
+   * serializer writes for toJson(value). Optional; long answers write it directly (json-writer.ts).
+   */
+  toJsonText?: (value: any) => string;
   /** Shown only to callers holding this scope. */
   readScope?: string;
   /** Shown only when this holds for the row (e.g. the caller's own private key). */

@@ -61,6 +61,10 @@ export const timestampProperty = <Column extends string>(column: Column, options
   column,
   schema: Type.String({ format: 'date-time' }),
   toJson: (value: number | null) => (value === null ? null : isoFromMillis(Number(value))),
+  // The serializer writes a date-time string's null as "", and an ISO string needs no escaping.
+  toJsonText: (value: number | null) => (value === null ? '""' : `"${isoFromMillis(Number(value))}"`),
   ...options,
+  // A conversion or a schema of the class's own makes this text wrong: the writer then uses those.
+  ...((options.toJson || (options.schema && (options.schema as { type?: unknown }).type !== 'string')) && !options.toJsonText ? { toJsonText: undefined } : {}),
   writable: false,
 });

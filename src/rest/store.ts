@@ -8,6 +8,7 @@ import { ApiError, badRequest, forbidden, notFound } from '../http/errors.ts';
 import { isUuid, normalizeUuid, uuidv7 } from '../http/uuid.ts';
 import { classQueries, onClassTable, type ClassQueries, type ListForm, type Params, type Value } from './class-queries.ts';
 import type { Caller, ClassDefinition, FilterCaller, Row } from './definition.ts';
+import { instanceWriter, type InstanceWriter } from './json-writer.ts';
 import { rowMapper, selectedColumns, type RowMapper } from './row-mapper.ts';
 
 export interface ListQuery {
@@ -24,6 +25,8 @@ export const INSERT_CHUNK = 50;
 const UPDATE_CHUNK = 25;
 /** The longest id list of one statement (well under every driver's parameter limit). */
 const MAX_ID_LIST = 512;
+
+const LONE_SURROGATE = /\p{Cs}/u;
 
 /** Lets the event loop serve what is waiting (reads, on SQLite a synchronous driver) before going on. */
 const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -64,6 +67,7 @@ export class ClassStore {
   private readonly idProperty: string;
   private readonly columns: string[];
   private readonly mapRow: RowMapper;
+  private readonly writeInstance: InstanceWriter;
   private readonly queries: ClassQueries;
 
   constructor(
@@ -74,6 +78,7 @@ export class ClassStore {
     this.idProperty = definition.id.property;
     this.columns = selectedColumns(definition);
     this.mapRow = rowMapper(definition);
+    this.writeInstance = instanceWriter(definition);
     this.queries = classQueries(definition, dialectOf(database.db));
   }
 
@@ -88,9 +93,16 @@ export class ClassStore {
     return this.mapRow(values, caller);
   }
 
+  /** The JSON text of toJson(row, caller), written without building the object (see json-writer.ts). */
+  toJsonText(row: Row, caller: Caller): string {
+    const values = new Array<unknown>(this.columns.length);
+    for (let index = 0; index < values.length; index++) values[index] = row[this.columns[index]!];
+    return this.writeInstance(values, caller);
+  }
+
   /** The same for a row of a list page, its column values in the order of the select list. */
-  valuesToJson(values: readonly unknown[], caller: Caller): Row {
-    return this.mapRow(values, caller);
+  valuesToJsonText(values: readonly unknown[], caller: Caller): string {
+    return this.writeInstance(values, caller);
   }
 
   private columnOf(property: string): string {
@@ -102,7 +114,7 @@ export class ClassStore {
     return { userId: caller.userId, clientId: caller.clientId, sessionId: caller.sessionId, now: Date.now() };
   }
 
-  /** A page of the instances the caller sees, each row its column values (see valuesToJson). */
+  /** A page of the instances the caller sees, each row its column values (see valuesToJsonText). */
   async list(caller: Caller, query: ListQuery): Promise<{ total: number; rows: unknown[][] }> {
     const filters = Object.keys(query.filters).sort();
     const params: Params = { ...this.callerParams(caller) };
@@ -294,25 +306,37 @@ export class ClassStore {
     return values;
   }
 
-  /** Inserts `rows` and answers them as stored, in order; when they take several INSERTs, the event loop runs before each. */
+  /**
+   * Inserts `rows` and answers them as stored, in order; when they take several INSERTs, the event
+   * loop runs before each. A row that gives every column the answer shows is answered as written
+   * (its INSERT returns nothing); others are read back with RETURNING (a column's database default).
+   */
   private async insertRows(db: Kysely<Schema>, rows: Row[]): Promise<Row[]> {
     const stored: Row[] = [];
     for (let from = 0; from < rows.length; ) {
       if (rows.length > INSERT_CHUNK) await yieldToEventLoop();
       const chunk = rows.slice(from, from + insertSize(rows.length - from));
-      const answered = new Map((await this.write(() => this.insertChunk(db, chunk))).map((row) => [row[this.idColumn], row]));
-      for (const row of chunk) {
-        const inserted = answered.get(row[this.idColumn]);
-        if (!inserted) throw new Error(`${this.definition.name}: the INSERT of ${String(row[this.idColumn])} answered no row`);
-        stored.push(inserted);
+      const answered = await this.write(() => this.insertChunk(db, chunk));
+      if (answered === undefined) stored.push(...chunk);
+      else {
+        const byId = new Map(answered.map((row) => [row[this.idColumn], row]));
+        for (const row of chunk) {
+          const inserted = byId.get(row[this.idColumn]);
+          if (!inserted) throw new Error(`${this.definition.name}: the INSERT of ${String(row[this.idColumn])} answered no row`);
+          stored.push(inserted);
+        }
       }
       from += chunk.length;
     }
     return stored;
   }
 
-  /** One INSERT … RETURNING; compiled once per column list and row count when every row has the same columns. */
-  private insertChunk(db: Kysely<Schema>, rows: Row[]): Promise<Row[]> {
+  /**
+   * One INSERT, compiled once per column list and row count when every row has the same columns.
+   * Answers undefined when every row holds every column the answer shows, as the database stores
+   * it (nothing to read back), the rows as stored (RETURNING) otherwise.
+   */
+  private async insertChunk(db: Kysely<Schema>, rows: Row[]): Promise<Row[] | undefined> {
     const columns = Object.keys(rows[0]!);
     const uniform = rows.every((row) => {
       const keys = Object.keys(row);
@@ -320,8 +344,18 @@ export class ClassStore {
     });
     if (!uniform) return onClassTable(db).insertInto(this.definition.table).values(rows).returning(this.columns).execute();
     const values: Value[] = [];
-    for (const row of rows) for (const column of columns) values.push(row[column] as Value);
-    return this.queries.insert(db, { values }, columns);
+    // A lone surrogate is stored as the driver encodes it (replacement characters): read such rows back.
+    let readBack = !this.columns.every((column) => columns.includes(column));
+    for (const row of rows) {
+      for (const column of columns) {
+        const value = row[column] as Value;
+        if (typeof value === 'string' && LONE_SURROGATE.test(value)) readBack = true;
+        values.push(value);
+      }
+    }
+    if (readBack) return this.queries.insert(db, { values }, columns);
+    await this.queries.insertOnly(db, { values }, columns);
+    return undefined;
   }
 
   private async update(db: Kysely<Schema>, caller: Caller, id: string, body: Row, mode: 'merge' | 'replace'): Promise<Row> {

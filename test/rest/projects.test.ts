@@ -217,6 +217,20 @@ describe('POST /v4/projects creates or updates', () => {
   });
 });
 
+describe('a bulk POST answers each project as a later GET shows it', () => {
+  test('plain and awkward text (quotes, control characters, non-ASCII, a lone surrogate) alike', async () => {
+    const owner = await signIn(server);
+    const titles = ['plain', 'say "hi" \\ bye', 'tab\there\u0001', 'Größe 中文 😀', 'lone \ud800 half', '</script>'];
+    const { created } = await post(owner, titles.map((title, index) => ({ title, description: `d${index}`, ...(index % 2 === 0 ? { projectId: randomUUID().toUpperCase() } : {}) })));
+    assert.equal(created.length, titles.length);
+    for (const project of created) {
+      const reply = await owner.call('GET', `/v4/projects/${project.projectId}`);
+      assert.equal(reply.status, 200);
+      assert.deepEqual(project, reply.body);
+    }
+  });
+});
+
 describe('one project: GET, PUT, PATCH, DELETE', () => {
   let owner: SignedIn;
   before(async () => {
@@ -381,6 +395,18 @@ describe('listing: paging', () => {
     assert.deepEqual({ ...page, results: undefined }, { totalResults: 23, pageSize: 250, pages: 1, page: 1, results: undefined });
     assert.deepEqual(ids(page.results).sort(), ids(all).sort());
     for (const project of page.results) assertProject(project, owner);
+  });
+
+  test('a page is JSON in UTF-8, compressed when the client accepts it, and HEAD has its headers only', async () => {
+    const plain = await owner.call('GET', '/v4/projects');
+    assert.equal(plain.headers.get('content-type'), 'application/json; charset=utf-8');
+    const compressed = await owner.call('GET', '/v4/projects', { headers: { 'accept-encoding': 'br' } });
+    assert.equal(compressed.headers.get('content-encoding'), 'br');
+    assert.deepEqual(compressed.body, plain.body);
+    const head = await owner.call('HEAD', '/v4/projects');
+    assert.equal(head.status, 200);
+    assert.equal(head.text, '');
+    assert.equal(head.headers.get('content-type'), 'application/json; charset=utf-8');
   });
 
   test('23 projects with pageSize 5 are pages 1 to 5, the last with 3, each project exactly once', async () => {
