@@ -48,16 +48,34 @@ function newTokenPair(now: number) {
   };
 }
 
-/** Starts a token family for a user and application. */
-export async function createSession(
-  db: Kysely<Schema>,
-  grant: { userId: string; clientId: string; scope: string; /** chosen beforehand (a code claim names it) */ sessionId?: string },
-  now = Date.now(),
-): Promise<IssuedTokens> {
+export interface SessionGrant {
+  userId: string;
+  clientId: string;
+  scope: string;
+  /** chosen beforehand (a code claim names it) */
+  sessionId?: string;
+}
+
+export type NewSessionRow = Parameters<typeof insertSession>[1];
+
+/**
+ * A new session's row and the tokens to answer once it is stored: for a caller that writes the row
+ * in a statement of its own (the code exchange, see authorization-codes.ts); others use createSession.
+ */
+export function newSession(grant: SessionGrant, now: number): { row: NewSessionRow; tokens: IssuedTokens } {
   const sessionId = grant.sessionId ?? uuidv7();
   const pair = newTokenPair(now);
-  await insertSession(db, { session_id: sessionId, user_id: grant.userId, client_id: grant.clientId, scope: grant.scope, created_at: now, last_used_at: now, ...pair.row });
-  return { sessionId, ...pair, accessExpiresAt: pair.row.access_expires_at, refreshExpiresAt: pair.row.refresh_expires_at, scope: grant.scope, issuedAt: now };
+  return {
+    row: { session_id: sessionId, user_id: grant.userId, client_id: grant.clientId, scope: grant.scope, created_at: now, last_used_at: now, ...pair.row },
+    tokens: { sessionId, accessToken: pair.accessToken, refreshToken: pair.refreshToken, accessExpiresAt: pair.row.access_expires_at, refreshExpiresAt: pair.row.refresh_expires_at, scope: grant.scope, issuedAt: now },
+  };
+}
+
+/** Starts a token family for a user and application. */
+export async function createSession(db: Kysely<Schema>, grant: SessionGrant, now = Date.now()): Promise<IssuedTokens> {
+  const { row, tokens } = newSession(grant, now);
+  await insertSession(db, row);
+  return tokens;
 }
 
 // The token endpoint's statements are compiled once (reusableQuery): building them per request
@@ -66,7 +84,7 @@ const sessionByRefreshTokenHash = reusableQuery((db: Kysely<Schema>, { hash }: {
   db.selectFrom('sessions').select(['session_id', 'user_id', 'client_id', 'scope', 'refresh_expires_at']).where('refresh_token_hash', '=', hash),
 );
 
-const insertSession = reusableQuery(
+export const insertSession = reusableQuery(
   (
     db: Kysely<Schema>,
     row: { session_id: string; user_id: string; client_id: string; scope: string; created_at: number; last_used_at: number; access_token_hash: string; access_expires_at: number; refresh_token_hash: string; refresh_expires_at: number },
