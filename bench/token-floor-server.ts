@@ -52,6 +52,60 @@ const exchange = db.transaction((codeHash: string, session: unknown[], now: numb
   return true;
 });
 
+// Two experiments of issue 21 on the refresh_token grant (bench/token-floor-variants.ts), each off by default:
+// - SCHEMA=tokens: the token hashes in one WITHOUT ROWID table keyed by hash (kind 0 access, 1
+//   refresh, 2 rotated away), a WITHOUT ROWID session row holding its current access hash, and no
+//   expiry index: a rotation marks the old refresh row rotated, deletes the old access row, inserts
+//   the two new ones and touches the session row (five leaf pages instead of about eleven). Built
+//   from the sessions table at start.
+// - GROUP=1: the rotations that arrive in the same event-loop turn are committed together, one
+//   transaction for all (each still guarded by its old hash), and answered after that commit.
+const tokenSchema = process.env.SCHEMA === 'tokens';
+if (tokenSchema) {
+  db.exec(`drop table if exists floor_tokens; drop table if exists floor_sessions;
+    create table floor_tokens (token_hash text primary key, session_id text not null, kind integer not null, expires_at integer not null) without rowid;
+    create table floor_sessions (session_id text primary key, user_id text not null, client_id text not null, scope text not null, access_token_hash text not null, created_at integer not null, last_used_at integer) without rowid;
+    insert into floor_sessions select session_id, user_id, client_id, scope, access_token_hash, created_at, last_used_at from sessions;
+    insert into floor_tokens select access_token_hash, session_id, 0, access_expires_at from sessions;
+    insert into floor_tokens select refresh_token_hash, session_id, 1, refresh_expires_at from sessions;`);
+  db.pragma('wal_checkpoint(TRUNCATE)');
+}
+const tokenTable = tokenSchema
+  ? {
+      find: db.prepare<[string], { session_id: string; client_id: string; scope: string; refresh_expires_at: number; access_token_hash: string }>(
+        'select t.session_id, s.client_id, s.scope, t.expires_at as refresh_expires_at, s.access_token_hash from floor_tokens t join floor_sessions s using (session_id) where t.token_hash = ? and t.kind = 1',
+      ),
+      retire: db.prepare('update floor_tokens set kind = 2 where token_hash = ? and kind = 1'),
+      drop: db.prepare('delete from floor_tokens where token_hash = ?'),
+      add: db.prepare('insert into floor_tokens (token_hash, session_id, kind, expires_at) values (?, ?, ?, ?)'),
+      touch: db.prepare('update floor_sessions set access_token_hash = ?, last_used_at = ? where session_id = ?'),
+    }
+  : undefined;
+const rotateInTokenTable = db.transaction((values: [string, number, string, number, number], oldHash: string, session: { session_id: string; access_token_hash: string }) => {
+  const t = tokenTable!;
+  if (t.retire.run(oldHash).changes === 0) return false;
+  t.drop.run(session.access_token_hash);
+  t.add.run(values[0], session.session_id, 0, values[1]);
+  t.add.run(values[2], session.session_id, 1, values[3]);
+  t.touch.run(values[0], values[4], session.session_id);
+  return true;
+});
+type Rotation = { values: [string, number, string, number, number]; oldHash: string; session: { session_id: string; refresh_expires_at: number; access_token_hash?: string }; done: (ok: boolean) => void };
+const grouped: Rotation[] = [];
+const rotateOne = (r: Rotation) => (tokenSchema ? rotateInTokenTable.immediate(r.values, r.oldHash, r.session as { session_id: string; access_token_hash: string }) : rotation.immediate(r.values, r.oldHash, r.session.session_id, r.session.refresh_expires_at));
+const commitGroup = db.transaction((batch: Rotation[]) => batch.map(rotateOne));
+function rotateGrouped(r: Omit<Rotation, 'done'>): Promise<boolean> {
+  return new Promise((done) => {
+    if (grouped.push({ ...r, done }) > 1) return;
+    setImmediate(() => {
+      const batch = grouped.splice(0);
+      const results = commitGroup(batch);
+      batch.forEach((item, i) => item.done(results[i]!));
+    });
+  });
+}
+const group = process.env.GROUP === '1';
+
 // STORE=memory (bench/token-floor.ts, refresh only): the sessions are read once at start into a Map
 // and rotated there, never written: what the HTTP path and the crypto cost without storage.
 const inMemory = process.env.STORE === 'memory';
@@ -108,7 +162,7 @@ app.post('/v4/login', async (request, reply) => {
   const now = Date.now();
   if (params.grant_type === 'refresh_token') {
     const oldHash = hash(params.refresh_token ?? '');
-    const session = inMemory ? memory.get(oldHash) : findSession.get(oldHash);
+    const session = inMemory ? memory.get(oldHash) : tokenSchema ? tokenTable!.find.get(oldHash) : findSession.get(oldHash);
     if (!session || session.client_id !== client.client_id || session.refresh_expires_at <= now) return invalidGrant(reply);
     const tokens = answer(reply, session.scope, now);
     if (inMemory) {
@@ -117,7 +171,13 @@ app.post('/v4/login', async (request, reply) => {
       memory.set(tokens.values[2] as string, { ...session, refresh_expires_at: now + REFRESH_MS });
       return tokens.send();
     }
-    if (!rotation([...tokens.values, now], oldHash, session.session_id, session.refresh_expires_at)) return invalidGrant(reply);
+    const values = [...tokens.values, now] as [string, number, string, number, number];
+    const rotated = group
+      ? await rotateGrouped({ values, oldHash, session })
+      : tokenSchema
+        ? rotateInTokenTable(values, oldHash, session as unknown as { session_id: string; access_token_hash: string })
+        : rotation(values, oldHash, session.session_id, session.refresh_expires_at);
+    if (!rotated) return invalidGrant(reply);
     return tokens.send();
   }
   if (params.grant_type === 'authorization_code') {
