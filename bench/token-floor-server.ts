@@ -2,7 +2,8 @@
 // grants can cost on the service's own SQLite schema and settings. Fastify with one pino line per
 // request (asynchronous destination, as the reference floor-server.ts), an in-memory rate limit, and
 // the grants' statements on raw better-sqlite3 prepared statements, each write one synchronous
-// transaction. What the service sends for each grant:
+// transaction (with GROUP=1 a savepoint of the turn's shared one, as the service commits). What the
+// service sends for each grant:
 // - refresh_token: the client by id; the session by the refresh token's SHA-256; then, in one
 //   transaction, the rotation (both hashes, guarded by the old one) and the record of the old hash;
 // - authorization_code: the client by id; the code by its hash (checked: client, unused, unexpired,
@@ -58,8 +59,9 @@ const exchange = db.transaction((codeHash: string, session: unknown[], now: numb
 //   expiry index: a rotation marks the old refresh row rotated, deletes the old access row, inserts
 //   the two new ones and touches the session row (five leaf pages instead of about eleven). Built
 //   from the sessions table at start.
-// - GROUP=1: the rotations that arrive in the same event-loop turn are committed together, one
-//   transaction for all (each still guarded by its old hash), and answered after that commit.
+// - GROUP=1 (both grants): the grants of one event-loop turn share one transaction, each in a
+//   savepoint and still guarded, answered after its COMMIT: the service's group commit on SQLite
+//   (src/db/sqlite-driver.ts), which the floor rows of bench/run.ts use.
 const tokenSchema = process.env.SCHEMA === 'tokens';
 if (tokenSchema) {
   db.exec(`drop table if exists floor_tokens; drop table if exists floor_sessions;
@@ -90,13 +92,13 @@ const rotateInTokenTable = db.transaction((values: [string, number, string, numb
   t.touch.run(values[0], values[4], session.session_id);
   return true;
 });
-type Rotation = { values: [string, number, string, number, number]; oldHash: string; session: { session_id: string; refresh_expires_at: number; access_token_hash?: string }; done: (ok: boolean) => void };
-const grouped: Rotation[] = [];
-const rotateOne = (r: Rotation) => (tokenSchema ? rotateInTokenTable.immediate(r.values, r.oldHash, r.session as { session_id: string; access_token_hash: string }) : rotation.immediate(r.values, r.oldHash, r.session.session_id, r.session.refresh_expires_at));
-const commitGroup = db.transaction((batch: Rotation[]) => batch.map(rotateOne));
-function rotateGrouped(r: Omit<Rotation, 'done'>): Promise<boolean> {
+// Nested in the group's transaction, each better-sqlite3 transaction function runs as a savepoint.
+const grouped: Array<{ work: () => boolean; done: (ok: boolean) => void }> = [];
+const commitGroup = db.transaction((batch: typeof grouped) => batch.map((item) => item.work()));
+/** Runs `work` (a transaction function) in the transaction shared by the turn's grants; resolves after its COMMIT. */
+function inGroup(work: () => boolean): Promise<boolean> {
   return new Promise((done) => {
-    if (grouped.push({ ...r, done }) > 1) return;
+    if (grouped.push({ work, done }) > 1) return;
     setImmediate(() => {
       const batch = grouped.splice(0);
       const results = commitGroup(batch);
@@ -172,11 +174,10 @@ app.post('/v4/login', async (request, reply) => {
       return tokens.send();
     }
     const values = [...tokens.values, now] as [string, number, string, number, number];
-    const rotated = group
-      ? await rotateGrouped({ values, oldHash, session })
-      : tokenSchema
-        ? rotateInTokenTable(values, oldHash, session as unknown as { session_id: string; access_token_hash: string })
-        : rotation(values, oldHash, session.session_id, session.refresh_expires_at);
+    const rotate = tokenSchema
+      ? () => rotateInTokenTable(values, oldHash, session as unknown as { session_id: string; access_token_hash: string })
+      : () => rotation(values, oldHash, session.session_id, session.refresh_expires_at);
+    const rotated = group ? await inGroup(rotate) : rotate();
     if (!rotated) return invalidGrant(reply);
     return tokens.send();
   }
@@ -186,7 +187,8 @@ app.post('/v4/login', async (request, reply) => {
     if (!code || code.client_id !== client.client_id || code.used_at !== null || code.expires_at <= now) return invalidGrant(reply);
     if (code.redirect_uri !== params.redirect_uri || !verifierMatches(params.code_verifier, code.code_challenge)) return invalidGrant(reply);
     const tokens = answer(reply, code.scope, now);
-    if (!exchange(codeHash, [randomUUID(), code.user_id, client.client_id, code.scope, ...tokens.values], now)) return invalidGrant(reply);
+    const claim = () => exchange(codeHash, [randomUUID(), code.user_id, client.client_id, code.scope, ...tokens.values], now);
+    if (!(group ? await inGroup(claim) : claim())) return invalidGrant(reply);
     return tokens.send();
   }
   return reply.code(400).send({ error: 'unsupported_grant_type' });

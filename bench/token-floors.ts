@@ -37,7 +37,8 @@ export async function tokenFloorRows(options: {
   const count = Math.max(20_000, options.seconds * 6_000);
   process.stderr.write(`token floor: minting ${count} codes and refresh tokens…\n`);
   const secrets = await mintSecrets(options.databaseUrl, count);
-  const env: Record<string, string> = options.databaseUrl.startsWith('sqlite:') ? { DB: options.databaseUrl.slice('sqlite:'.length) } : { DATABASE_URL: options.databaseUrl };
+  // On SQLite with the service's group commit (GROUP=1, see token-floor-server.ts).
+  const env: Record<string, string> = options.databaseUrl.startsWith('sqlite:') ? { DB: options.databaseUrl.slice('sqlite:'.length), GROUP: '1' } : { DATABASE_URL: options.databaseUrl };
   const entry = options.database === 'SQLite' ? './bench/token-floor-server.ts' : './bench/token-floor-pg-server.ts';
   const server = await startProcess(entry, env, '/');
   const form = { 'content-type': 'application/x-www-form-urlencoded' };
