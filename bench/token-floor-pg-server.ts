@@ -2,8 +2,9 @@
 // grants can cost on PostgreSQL with the service's schema. Fastify with one pino line per request
 // (asynchronous destination), an in-memory rate limit, and node-postgres with the service's pool
 // size and named statements (parsed once per connection), the round trips the service sends:
-// - refresh_token: the client by id; the session by the refresh token's SHA-256; the rotation and
-//   the record of the old hash as one statement (a data-modifying WITH): three round trips;
+// - refresh_token: the client by id; then the session by the refresh token's SHA-256 (locked, its
+//   client and expiry checked), the rotation and the record of the old hash as one statement (a
+//   data-modifying WITH): two round trips;
 // - authorization_code: the client by id; the code by its hash (checked: client, unused, unexpired,
 //   redirect URI, PKCE S256 in constant time); the claim of the code and the new session as one
 //   statement: three round trips.
@@ -23,9 +24,11 @@ const hash = (text: string) => createHash('sha256').update(text).digest('base64u
 const ACCESS_MS = 3_600_000;
 const REFRESH_MS = 30 * 86_400_000;
 
-const ROTATE = `with rotated as (update sessions set access_token_hash = $1, access_expires_at = $2, refresh_token_hash = $3, refresh_expires_at = $4, last_used_at = $5
-    where session_id = $6 and refresh_token_hash = $7 returning session_id)
-  insert into rotated_refresh_tokens (refresh_token_hash, session_id, expires_at) select $7, rotated.session_id, cast($8 as bigint) from rotated returning session_id`;
+const ROTATE = `with old as (select session_id, scope, refresh_expires_at from sessions where refresh_token_hash = $6 and client_id = $7 and refresh_expires_at > $5 for update),
+  rotated as (update sessions set access_token_hash = $1, access_expires_at = $2, refresh_token_hash = $3, refresh_expires_at = $4, last_used_at = $5
+    from old where sessions.session_id = old.session_id and sessions.refresh_token_hash = $6 returning sessions.session_id),
+  recorded as (insert into rotated_refresh_tokens (refresh_token_hash, session_id, expires_at) select $6, old.session_id, old.refresh_expires_at from old join rotated on rotated.session_id = old.session_id)
+  select old.session_id, old.scope from old join rotated on rotated.session_id = old.session_id`;
 const EXCHANGE = `with claimed as (update authorization_codes set used_at = $5, session_id = $1 where code_hash = $9 and used_at is null returning session_id)
   insert into sessions (session_id, user_id, client_id, scope, access_token_hash, access_expires_at, refresh_token_hash, refresh_expires_at, created_at, last_used_at)
   select claimed.session_id, $2, $3, $4, $6, cast($7 as bigint), $8, cast($10 as bigint), cast($5 as bigint), cast($5 as bigint) from claimed returning session_id`;
@@ -45,7 +48,7 @@ function answer(reply: FastifyReply, scope: string, now: number) {
     scope,
     now: now / 1000,
   };
-  return { accessHash: hash(accessToken), refreshHash: hash(refreshToken), send: () => reply.header('cache-control', 'no-store').header('pragma', 'no-cache').send(body) };
+  return { body, accessHash: hash(accessToken), refreshHash: hash(refreshToken), send: () => reply.header('cache-control', 'no-store').header('pragma', 'no-cache').send(body) };
 }
 
 const invalidGrant = (reply: FastifyReply) => reply.code(400).send({ error: 'invalid_grant' });
@@ -73,12 +76,11 @@ app.post('/v4/login', async (request, reply) => {
   const now = Date.now();
   if (params.grant_type === 'refresh_token') {
     const oldHash = hash(params.refresh_token ?? '');
-    const found = await pool.query({ name: 'session', text: 'select session_id, client_id, scope, refresh_expires_at from sessions where refresh_token_hash = $1', values: [oldHash] });
-    const session = found.rows[0];
-    if (!session || session.client_id !== client.client_id || session.refresh_expires_at <= now) return invalidGrant(reply);
-    const tokens = answer(reply, session.scope, now);
-    const rotated = await pool.query({ name: 'rotate', text: ROTATE, values: [tokens.accessHash, now + ACCESS_MS, tokens.refreshHash, now + REFRESH_MS, now, session.session_id, oldHash, session.refresh_expires_at] });
-    return rotated.rowCount === 0 ? invalidGrant(reply) : tokens.send();
+    const tokens = answer(reply, '', now);
+    const rotated = await pool.query({ name: 'rotate', text: ROTATE, values: [tokens.accessHash, now + ACCESS_MS, tokens.refreshHash, now + REFRESH_MS, now, oldHash, client.client_id] });
+    if (rotated.rowCount === 0) return invalidGrant(reply);
+    tokens.body.scope = rotated.rows[0].scope;
+    return tokens.send();
   }
   if (params.grant_type === 'authorization_code') {
     const codeHash = hash(params.code ?? '');
