@@ -47,7 +47,7 @@ export function peersOf(database: Database): Array<{ storage: PeerStorage; facto
     : [{ storage: 'memory' }, { storage: 'postgres', factor: 2 }];
 }
 
-const peerTargets = (database: Database, grant: Grant): Target[] =>
+export const peerTargets = (database: Database, grant: Grant): Target[] =>
   peersOf(database).flatMap(({ storage, factor }) => (factor === undefined ? [] : [{ kind: 'of peer', value: factor, of: peerRowName(storage, grant) } as const]));
 
 const form = { 'content-type': 'application/x-www-form-urlencoded' };

@@ -1,4 +1,5 @@
-// npx tsx bench/cpu-per-request.ts [--seconds 3] [--rounds 3] [--before <entry.js>] [--cases user,engram,download,v4user,304,refresh]
+// npx tsx bench/cpu-per-request.ts [--seconds 3] [--rounds 3] [--before <entry.js>] [--cases user,engram,download,v4user,304,refresh,code]
+//   [--database postgres://… (the service on a fresh schema of that database instead of SQLite)]
 //
 // Server CPU time per request (utime + stime of the server process from /proc, divided by the
 // requests answered) beside req/s, for the single-object GETs and the list revalidation, measured
@@ -12,8 +13,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { FakeWorkshop } from '../test/helpers/workshop.ts';
-import { BENCH_HOST, legacyData, mintSecrets } from './fixtures.ts';
+import { BENCH_HOST, REDIRECT_URI, legacyData, mintSecrets } from './fixtures.ts';
 import { measure, type Load } from './measure.ts';
+import { freshSchema } from './postgres-schema.ts';
 import { startProcess, type Running } from './processes.ts';
 
 const { values } = parseArgs({
@@ -23,6 +25,7 @@ const { values } = parseArgs({
     connections: { type: 'string', default: '10' },
     before: { type: 'string' },
     cases: { type: 'string', default: 'user,engram,download,v4user,304' },
+    database: { type: 'string' },
   },
 });
 const seconds = Number(values.seconds);
@@ -43,13 +46,15 @@ async function measureCpu(server: Running, load: Load) {
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'bench-cpu-'));
-const databaseUrl = `sqlite:${join(dir, 'bench.db')}`;
+const schema = values.database ? await freshSchema(values.database) : undefined;
+const databaseUrl = schema?.url ?? `sqlite:${join(dir, 'bench.db')}`;
 const workshop = await new FakeWorkshop().start();
 const running: Running[] = [];
 try {
-  // refresh: the refresh_token grant, each token used once (all servers share the database).
-  const secrets = await mintSecrets(databaseUrl, wanted.includes('refresh') ? 150_000 : 10);
+  // refresh, code: the refresh_token grant and the code exchange, each secret used once (all servers share the database).
+  const secrets = await mintSecrets(databaseUrl, wanted.includes('refresh') || wanted.includes('code') ? 150_000 : 10);
   let nextToken = 0;
+  let nextCode = 0;
   const env = {
     DATABASE_URL: databaseUrl,
     BASE_URL: `https://${BENCH_HOST}`,
@@ -60,7 +65,8 @@ try {
   };
   const service = await startProcess('dist/server.js', env, '/healthz');
   running.push(service);
-  const legacy = await legacyData(service.url, workshop, 10_000);
+  // The v1 data only for the cases that read it (the token grants need none).
+  const legacy = wanted.some((name) => name !== 'refresh' && name !== 'code') ? await legacyData(service.url, workshop, 10_000) : undefined;
   const earlier = values.before ? await startProcess(values.before, env, '/healthz') : undefined;
   if (earlier) running.push(earlier);
   const floor = await startProcess('./bench/floor-server.ts', {}, FLOOR_PATH);
@@ -68,15 +74,23 @@ try {
   const probe = await fetch(`${service.url}/v1/engram.php`);
   await probe.arrayBuffer();
   const cases: Record<string, Load> = {
-    user: { path: `/v1/user.php/${legacy.signer.userId}` },
-    engram: { path: `/v1/engram.php/${legacy.engramUid}` },
-    download: { path: `/v1/document.php/${legacy.documentId}` },
+    user: { path: `/v1/user.php/${legacy?.signer.userId}` },
+    engram: { path: `/v1/engram.php/${legacy?.engramUid}` },
+    download: { path: `/v1/document.php/${legacy?.documentId}` },
     v4user: { path: '/v4/user', headers: { authorization: `Bearer ${secrets.accessToken}` } },
     refresh: {
       method: 'POST',
       path: '/v4/login',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
       next: () => ({ body: new URLSearchParams({ grant_type: 'refresh_token', client_id: secrets.clientId, refresh_token: secrets.refreshTokens[nextToken++] ?? 'exhausted' }).toString() }),
+    },
+    code: {
+      method: 'POST',
+      path: '/v4/login',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      next: () => ({
+        body: new URLSearchParams({ grant_type: 'authorization_code', client_id: secrets.clientId, code: secrets.codes[nextCode++] ?? 'exhausted', redirect_uri: REDIRECT_URI, code_verifier: secrets.codeVerifier }).toString(),
+      }),
     },
     '304': { path: '/v1/engram.php', headers: { 'if-none-match': probe.headers.get('etag') ?? '"none"', 'accept-encoding': 'br, gzip' }, expectStatus: 304 },
   };
@@ -101,5 +115,6 @@ try {
 } finally {
   for (const server of running) await server.stop();
   await workshop.stop();
+  await schema?.drop();
   rmSync(dir, { recursive: true, force: true });
 }

@@ -17,6 +17,7 @@ import {
   engramListLoads,
   mixedLoads,
   peerRowName,
+  peerTargets,
   peersOf,
   referenceWithBearer,
   standardCases,
@@ -29,6 +30,7 @@ import { largeListCases } from './large-lists.ts';
 import { measure, type Figures, type Load } from './measure.ts';
 import { freshSchema } from './postgres-schema.ts';
 import { productionStart, startProcess, type Running } from './processes.ts';
+import { noteFloorShares, tokenFloorRows } from './token-floors.ts';
 import { FakeWorkshop } from '../test/helpers/workshop.ts';
 
 const { values } = parseArgs({
@@ -54,6 +56,8 @@ interface Row extends Partial<Figures> {
   verdict?: string;
   /** Whether the verdict judges the row's targets (rather than only relating it to hello-world). */
   judged?: boolean;
+  /** Targets shown for information, not counted among the run's targets (the token floors). */
+  informational?: boolean;
   serverRssMiB?: number;
   /** A figure that is not a throughput (milliseconds to start, MiB), judged by its target. */
   value?: number;
@@ -176,6 +180,10 @@ async function runStandard(): Promise<Row[]> {
       process.stderr.write(`${referenceWithBearer(databaseLabel)}…\n`);
       rows.push(await floor({ databaseUrl, accessToken: secrets.accessToken }));
     }
+    // The token floors, on the service's database, before the service starts (bench/token-floors.ts).
+    if (!values['skip-peer']) {
+      rows.push(...(await tokenFloorRows({ databaseUrl, database: databaseLabel, seconds, connections, wanted, measure: measureWarm, targets: (grant) => peerTargets(databaseLabel, grant) })));
+    }
     const server = await startProcess(SERVER, { ...START.env, ...serverEnv(databaseUrl, workshop.template) }, '/healthz', START.flags);
     rows.push(
       { name: `${databaseLabel}: start to healthy (ms)`, targets: [{ kind: 'at most', value: 1000 }], value: server.startMs },
@@ -292,11 +300,12 @@ function judge(rows: Row[], hello: number): void {
     if (!row.targets || value === undefined) continue;
     const verdicts = row.targets.map((target) => verdictOf(target, row, value, byName)).filter((verdict) => verdict !== undefined);
     if (verdicts.length > 0) {
-      row.verdict = verdicts.join('; ');
-      row.judged = true;
+      row.verdict = `${row.informational ? 'for information: ' : ''}${verdicts.join('; ')}`;
+      row.judged = !row.informational;
     }
   }
   for (const row of rows) if (row.verdict === undefined && row.requestsPerSecond !== undefined && row.p50 !== undefined) row.verdict = `${(row.requestsPerSecond / hello).toFixed(2)} × hello-world`;
+  noteFloorShares(rows, databaseLabel);
 }
 
 function table(rows: Row[], hello: number): string {
@@ -319,7 +328,7 @@ function summary(rows: Row[]): string {
   const missed = judged.filter((row) => row.verdict!.includes('MISSED'));
   const lines = [`Targets: ${judged.length - missed.length} of ${judged.length} rows meet every target.`];
   for (const row of missed) lines.push(`- MISSED: ${row.name}: ${row.verdict}`);
-  const unjudged = rows.filter((row) => row.targets && !row.judged);
+  const unjudged = rows.filter((row) => row.targets && !row.judged && !row.informational);
   for (const row of unjudged) lines.push(`- not judged (a row it is measured against did not run): ${row.name}`);
   return lines.join('\n');
 }

@@ -4,7 +4,7 @@ import BetterSqlite3 from 'better-sqlite3';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import type { Schema } from './schema.ts';
-import { selectArrays, SqliteConnectionsDialect, StatementCache, WriteLock, type SqliteConnections } from './sqlite-driver.ts';
+import { CommitGroup, selectArrays, SqliteConnectionsDialect, StatementCache, WriteLock, type SqliteConnections } from './sqlite-driver.ts';
 import { startWalCheckpointer, type WalCheckpointer } from './wal-checkpointer.ts';
 
 export type DatabaseTarget = { kind: 'sqlite'; path: string } | { kind: 'postgres'; url: string };
@@ -48,7 +48,10 @@ export function openDatabase(target: DatabaseTarget, options: OpenOptions = {}):
     const connection = sqliteConnection(target.path);
     // An in-memory database exists once per connection: there, one connection does both jobs.
     const reader = target.path === ':memory:' ? connection : sqliteConnection(target.path, { readonly: true });
-    const connections: SqliteConnections = { writer: new StatementCache(connection), reader: new StatementCache(reader), lock: new WriteLock() };
+    const writer = new StatementCache(connection);
+    const lock = new WriteLock();
+    const connections: SqliteConnections = { writer, reader: new StatementCache(reader), lock, group: undefined! };
+    connections.group = new CommitGroup(connections);
     const db = new Kysely<Schema>({ dialect: new SqliteConnectionsDialect(connections) });
     const checkpoints = target.path === ':memory:' ? undefined : new BackgroundCheckpoints(target.path, connection, options);
     if (checkpoints) connections.afterWrite = () => checkpoints.noteWrite();

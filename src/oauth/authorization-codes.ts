@@ -1,7 +1,9 @@
 import type { Kysely } from 'kysely';
+import { writesInWith } from '../db/dialect.ts';
 import { reusableQuery } from '../db/reusable-query.ts';
 import type { Schema } from '../db/schema.ts';
 import { hashSecret, newSecret } from './secrets.ts';
+import { insertSession, newSession, type IssuedTokens, type NewSessionRow, type SessionGrant } from './sessions.ts';
 
 export const AUTHORIZATION_CODE_TTL_MS = 10 * 60 * 1000;
 
@@ -36,19 +38,50 @@ export async function issueAuthorizationCode(db: Kysely<Schema>, grant: CodeGran
 }
 
 /**
- * Marks the code used and names the session it is exchanged for, in one statement; false when
- * it was used already. Run it in the transaction that creates that session: a concurrent claim
- * then waits for that transaction (PostgreSQL's row lock; SQLite runs one write transaction at a
- * time) and, finding the code used, can end the session, which is committed by then.
+ * Exchanges the code for a new session: marks the code used, naming the session, and stores the
+ * session, atomically; undefined when the code was used already. A concurrent exchange of the same
+ * code waits for this write (PostgreSQL's row lock; SQLite runs one write transaction at a time)
+ * and, finding the code used, can end the session, which is committed by then.
  */
-export async function claimAuthorizationCode(db: Kysely<Schema>, codeHash: string, sessionId: string, now: number): Promise<boolean> {
-  const claimed = await claimCode(db, { codeHash, sessionId, now });
-  return claimed.length > 0;
+export async function exchangeAuthorizationCode(db: Kysely<Schema>, codeHash: string, grant: SessionGrant & { sessionId: string }, now: number): Promise<IssuedTokens | undefined> {
+  const { row, tokens } = newSession(grant, now);
+  if (writesInWith(db)) return (await claimAndStart(db, { codeHash, now, ...row })).length > 0 ? tokens : undefined;
+  return db.transaction().execute(async (trx) => {
+    if ((await claimCode(trx, { codeHash, sessionId: row.session_id, now })).length === 0) return undefined;
+    await insertSession(trx, row);
+    return tokens;
+  });
 }
 
 // The token endpoint's statements are compiled once: building them per request cost more than running them.
-const claimCode = reusableQuery((db: Kysely<Schema>, { codeHash, sessionId, now }: { codeHash: string; sessionId: string; now: number }) =>
-  db.updateTable('authorization_codes').set({ used_at: now, session_id: sessionId }).where('code_hash', '=', codeHash).where('used_at', 'is', null).returning('code_hash'),
+const claimOf = (db: Kysely<Schema>, { codeHash, sessionId, now }: { codeHash: string; sessionId: string; now: number }) =>
+  db.updateTable('authorization_codes').set({ used_at: now, session_id: sessionId }).where('code_hash', '=', codeHash).where('used_at', 'is', null).returning('session_id');
+
+const claimCode = reusableQuery(claimOf);
+
+/** The claim and the new session as one statement, where the dialect allows it (see writesInWith): one round trip instead of a transaction's four. */
+const claimAndStart = reusableQuery((db: Kysely<Schema>, values: NewSessionRow & { codeHash: string; now: number }) =>
+  db
+    .with('claimed', () => claimOf(db, { codeHash: values.codeHash, sessionId: values.session_id, now: values.now }))
+    .insertInto('sessions')
+    .columns(['session_id', 'user_id', 'client_id', 'scope', 'created_at', 'last_used_at', 'access_token_hash', 'access_expires_at', 'refresh_token_hash', 'refresh_expires_at'])
+    .expression((eb) =>
+      eb
+        .selectFrom('claimed')
+        .select([
+          'claimed.session_id',
+          eb.val(values.user_id).as('user_id'),
+          eb.val(values.client_id).as('client_id'),
+          eb.val(values.scope).as('scope'),
+          eb.cast<number>(eb.val(values.created_at), 'bigint').as('created_at'),
+          eb.cast<number>(eb.val(values.last_used_at), 'bigint').as('last_used_at'),
+          eb.val(values.access_token_hash).as('access_token_hash'),
+          eb.cast<number>(eb.val(values.access_expires_at), 'bigint').as('access_expires_at'),
+          eb.val(values.refresh_token_hash).as('refresh_token_hash'),
+          eb.cast<number>(eb.val(values.refresh_expires_at), 'bigint').as('refresh_expires_at'),
+        ]),
+    )
+    .returning('session_id'),
 );
 
 const codeByHash = reusableQuery((db: Kysely<Schema>, { codeHash }: { codeHash: string }) => db.selectFrom('authorization_codes').selectAll().where('code_hash', '=', codeHash));

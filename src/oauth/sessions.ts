@@ -48,16 +48,34 @@ function newTokenPair(now: number) {
   };
 }
 
-/** Starts a token family for a user and application. */
-export async function createSession(
-  db: Kysely<Schema>,
-  grant: { userId: string; clientId: string; scope: string; /** chosen beforehand (a code claim names it) */ sessionId?: string },
-  now = Date.now(),
-): Promise<IssuedTokens> {
+export interface SessionGrant {
+  userId: string;
+  clientId: string;
+  scope: string;
+  /** chosen beforehand (a code claim names it) */
+  sessionId?: string;
+}
+
+export type NewSessionRow = Parameters<typeof insertSession>[1];
+
+/**
+ * A new session's row and the tokens to answer once it is stored: for a caller that writes the row
+ * in a statement of its own (the code exchange, see authorization-codes.ts); others use createSession.
+ */
+export function newSession(grant: SessionGrant, now: number): { row: NewSessionRow; tokens: IssuedTokens } {
   const sessionId = grant.sessionId ?? uuidv7();
   const pair = newTokenPair(now);
-  await insertSession(db, { session_id: sessionId, user_id: grant.userId, client_id: grant.clientId, scope: grant.scope, created_at: now, last_used_at: now, ...pair.row });
-  return { sessionId, ...pair, accessExpiresAt: pair.row.access_expires_at, refreshExpiresAt: pair.row.refresh_expires_at, scope: grant.scope, issuedAt: now };
+  return {
+    row: { session_id: sessionId, user_id: grant.userId, client_id: grant.clientId, scope: grant.scope, created_at: now, last_used_at: now, ...pair.row },
+    tokens: { sessionId, accessToken: pair.accessToken, refreshToken: pair.refreshToken, accessExpiresAt: pair.row.access_expires_at, refreshExpiresAt: pair.row.refresh_expires_at, scope: grant.scope, issuedAt: now },
+  };
+}
+
+/** Starts a token family for a user and application. */
+export async function createSession(db: Kysely<Schema>, grant: SessionGrant, now = Date.now()): Promise<IssuedTokens> {
+  const { row, tokens } = newSession(grant, now);
+  await insertSession(db, row);
+  return tokens;
 }
 
 // The token endpoint's statements are compiled once (reusableQuery): building them per request
@@ -66,7 +84,7 @@ const sessionByRefreshTokenHash = reusableQuery((db: Kysely<Schema>, { hash }: {
   db.selectFrom('sessions').select(['session_id', 'user_id', 'client_id', 'scope', 'refresh_expires_at']).where('refresh_token_hash', '=', hash),
 );
 
-const insertSession = reusableQuery(
+export const insertSession = reusableQuery(
   (
     db: Kysely<Schema>,
     row: { session_id: string; user_id: string; client_id: string; scope: string; created_at: number; last_used_at: number; access_token_hash: string; access_expires_at: number; refresh_token_hash: string; refresh_expires_at: number },
@@ -116,6 +134,62 @@ export async function findSessionByRefreshToken(db: Kysely<Schema>, refreshToken
 export async function findRotatedSession(db: Kysely<Schema>, refreshToken: string): Promise<string | undefined> {
   const row = await db.selectFrom('rotated_refresh_tokens').select('session_id').where('refresh_token_hash', '=', hashSecret(refreshToken)).executeTakeFirst();
   return row?.session_id;
+}
+
+/**
+ * The lookup by refresh token, the client and expiry checks and the rotation with its record, as
+ * one statement, where the dialect allows it (see writesInWith): one round trip instead of two.
+ * The row is locked as it is read, so a concurrent rotation of the same token finds it changed.
+ */
+const findAndRotate = reusableQuery((db: Kysely<Schema>, values: Omit<Rotation, 'sessionId'> & { clientId: string }) =>
+  db
+    .with('old', (db) =>
+      db
+        .selectFrom('sessions')
+        .select(['session_id', 'scope', 'refresh_expires_at'])
+        .where('refresh_token_hash', '=', values.oldHash)
+        .where('client_id', '=', values.clientId)
+        .where('refresh_expires_at', '>', values.now)
+        .forUpdate(),
+    )
+    .with('rotated', (db) =>
+      db
+        .updateTable('sessions')
+        .from('old')
+        .set({
+          access_token_hash: values.access_token_hash,
+          access_expires_at: values.access_expires_at,
+          refresh_token_hash: values.refresh_token_hash,
+          refresh_expires_at: values.refresh_expires_at,
+          last_used_at: values.now,
+        })
+        .whereRef('sessions.session_id', '=', 'old.session_id')
+        .where('sessions.refresh_token_hash', '=', values.oldHash)
+        .returning('sessions.session_id'),
+    )
+    .with('recorded', (db) =>
+      db
+        .insertInto('rotated_refresh_tokens')
+        .columns(['refresh_token_hash', 'session_id', 'expires_at'])
+        .expression((eb) => eb.selectFrom('old').innerJoin('rotated', 'rotated.session_id', 'old.session_id').select([eb.val(values.oldHash).as('refresh_token_hash'), 'old.session_id', 'old.refresh_expires_at'])),
+    )
+    .selectFrom('old')
+    .innerJoin('rotated', 'rotated.session_id', 'old.session_id')
+    .select(['old.session_id', 'old.scope']),
+);
+
+/**
+ * Where the dialect allows it (PostgreSQL), rotates the session of `refreshToken` in one statement
+ * when it belongs to `clientId` and has not expired. Undefined when that did not happen (or the
+ * dialect cannot): the caller then takes the path that tells why (findSessionByRefreshToken,
+ * rotateSession), which sees the same state, as this changed nothing.
+ */
+export async function rotateByRefreshToken(db: Kysely<Schema>, refreshToken: string, clientId: string, now: number): Promise<IssuedTokens | undefined> {
+  if (!writesInWith(db)) return undefined;
+  const pair = newTokenPair(now);
+  const [row] = await findAndRotate(db, { oldHash: hashSecret(refreshToken), clientId, ...pair.row, now });
+  if (!row) return undefined;
+  return { sessionId: row.session_id, ...pair, accessExpiresAt: pair.row.access_expires_at, refreshExpiresAt: pair.row.refresh_expires_at, scope: row.scope, issuedAt: now };
 }
 
 /**

@@ -296,6 +296,18 @@ describe('POST /v4/login', () => {
       assertOAuthError(await refresh(app, third.body.refresh_token), 'invalid_grant');
     });
 
+    test('refreshes of one token racing: one gets tokens, the others invalid_grant, and the session ends', async () => {
+      for (const racers of [2, 2, 4]) {
+        const tokens = await tokensFor(app);
+        const replies = await Promise.all(Array.from({ length: racers }, () => refresh(app, tokens.refresh_token)));
+        const winners = replies.filter((reply) => reply.status === 200);
+        assert.equal(winners.length, 1, replies.map((reply) => reply.text).join('\n'));
+        for (const reply of replies) if (reply.status !== 200) assertOAuthError(reply, 'invalid_grant');
+        await assertTokenDead(winners[0]!.body.access_token);
+        assertOAuthError(await refresh(app, winners[0]!.body.refresh_token), 'invalid_grant');
+      }
+    });
+
     test('reuse revokes only that session: another login of the same user keeps working', async () => {
       const other = await tokensFor(app);
       const tokens = await tokensFor(app);

@@ -2,11 +2,11 @@ import type { Kysely } from 'kysely';
 import { recordSecurityEvent, type EventOrigin } from '../../accounts/security-events.ts';
 import type { AuthorizationCodesTable, Schema } from '../../db/schema.ts';
 import { uuidv7 } from '../../http/uuid.ts';
-import { claimAuthorizationCode, findAuthorizationCode, sessionOfUsedCode } from '../authorization-codes.ts';
+import { exchangeAuthorizationCode, findAuthorizationCode, sessionOfUsedCode } from '../authorization-codes.ts';
 import { InvalidGrant } from '../errors.ts';
 import { verifierMatches } from '../pkce.ts';
 import { hashSecret } from '../secrets.ts';
-import { createSession, endSession, type IssuedTokens } from '../sessions.ts';
+import { endSession, type IssuedTokens } from '../sessions.ts';
 import { required, type GrantContext } from './context.ts';
 
 /** grant_type=authorization_code: a single-use code, bound to client, redirect URI and PKCE challenge. */
@@ -25,10 +25,7 @@ export async function authorizationCodeGrant({ db, params, client, now, origin }
   }
   // The session id is written with the claim, so whoever finds the code used can end it.
   const sessionId = uuidv7();
-  const tokens = await db.transaction().execute(async (trx) => {
-    if (!(await claimAuthorizationCode(trx, codeHash, sessionId, now))) return undefined;
-    return createSession(trx, { sessionId, userId: code.user_id, clientId: client.clientId, scope: code.scope }, now);
-  });
+  const tokens = await exchangeAuthorizationCode(db, codeHash, { sessionId, userId: code.user_id, clientId: client.clientId, scope: code.scope }, now);
   // Lost a race with another exchange of the same code: a replay like any other. The winner's
   // transaction has committed by now (our claim waited for it), so its session can be ended.
   return tokens ?? replayed(db, origin, code, await sessionOfUsedCode(db, codeHash));

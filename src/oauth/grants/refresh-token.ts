@@ -1,7 +1,7 @@
 import { recordSecurityEvent } from '../../accounts/security-events.ts';
 import { InvalidGrant, InvalidScope } from '../errors.ts';
 import { parseScopes } from '../scopes.ts';
-import { findRotatedSession, findSessionByRefreshToken, findSessionOwner, endSession, rotateSession, type IssuedTokens } from '../sessions.ts';
+import { findRotatedSession, findSessionByRefreshToken, findSessionOwner, endSession, rotateByRefreshToken, rotateSession, type IssuedTokens } from '../sessions.ts';
 import { required, type GrantContext } from './context.ts';
 
 /**
@@ -10,6 +10,11 @@ import { required, type GrantContext } from './context.ts';
  */
 export async function refreshTokenGrant({ db, params, client, now, origin }: GrantContext): Promise<IssuedTokens> {
   const refreshToken = required(params, 'refresh_token');
+  // The usual case in one statement where the dialect allows it; anything else below, which tells why.
+  if (params.scope === undefined) {
+    const rotated = await rotateByRefreshToken(db, refreshToken, client.clientId, now);
+    if (rotated) return rotated;
+  }
   const session = await findSessionByRefreshToken(db, refreshToken);
   if (!session) {
     const reusedFrom = await findRotatedSession(db, refreshToken);
