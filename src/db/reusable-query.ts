@@ -117,7 +117,8 @@ export function reusableQuery<P extends Params, R, F = undefined>(
   async function execute(db: Kysely<Schema>, params: P, ...[form]: F extends undefined ? [form?: F] : [form: F]): Promise<R[]> {
     const { compiled, select, slots } = template(db, params, form as F);
     const database = select ? databaseOf(db) : undefined;
-    if (database) return database.selectRows(compiled.sql, parametersOf(slots, params)) as Promise<R[]>;
+    // Awaited rather than returned: an async function returning a promise adopts it two turns later.
+    if (database) return (await database.selectRows(compiled.sql, parametersOf(slots, params))) as R[];
     const result = await db.executeQuery<R>({ query: compiled.query, sql: compiled.sql, parameters: parametersOf(slots, params), queryId: createQueryId() });
     return result.rows;
   }
