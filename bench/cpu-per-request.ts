@@ -1,11 +1,13 @@
-// npx tsx bench/cpu-per-request.ts [--seconds 3] [--rounds 3] [--before <entry.js>] [--cases user,engram,download,v4user,304,refresh,code]
+// npx tsx bench/cpu-per-request.ts [--seconds 3] [--rounds 3] [--before <entry.js>] [--cases user,engram,download,v4user,v4project,304,refresh,code]
 //   [--database postgres://… (the service on a fresh schema of that database instead of SQLite)]
 //
 // Server CPU time per request (utime + stime of the server process from /proc, divided by the
 // requests answered) beside req/s, for the single-object GETs and the list revalidation, measured
 // in turn against the reference (floor-server.ts), the service (dist/server.js) and optionally an
 // earlier build (--before, e.g. a copy of an older dist/ inside this checkout so that its imports
-// resolve). Every server runs on the same SQLite database. On a shared machine req/s ratios move a
+// resolve). Every server runs on the same SQLite database. The v4 cases are compared with the second
+// reference (floor-server.ts with FLOOR_BEARER_DATABASE: the bearer-token lookup besides), the
+// others with the first. On a shared machine req/s ratios move a
 // lot between runs; the CPU time per request moves much less and is what a change to the
 // per-request work changes. Linux only (/proc).
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -13,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { FakeWorkshop } from '../test/helpers/workshop.ts';
-import { BENCH_HOST, REDIRECT_URI, legacyData, mintSecrets } from './fixtures.ts';
+import { BENCH_HOST, REDIRECT_URI, legacyData, mintSecrets, projects } from './fixtures.ts';
 import { measure, type Load } from './measure.ts';
 import { freshSchema } from './postgres-schema.ts';
 import { startProcess, type Running } from './processes.ts';
@@ -24,7 +26,7 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '3' },
     connections: { type: 'string', default: '10' },
     before: { type: 'string' },
-    cases: { type: 'string', default: 'user,engram,download,v4user,304' },
+    cases: { type: 'string', default: 'user,engram,download,v4user,v4project,304' },
     database: { type: 'string' },
   },
 });
@@ -71,13 +73,19 @@ try {
   if (earlier) running.push(earlier);
   const floor = await startProcess('./bench/floor-server.ts', {}, FLOOR_PATH);
   running.push(floor);
+  const v4 = wanted.some((name) => name.startsWith('v4'));
+  const floorBearer = v4 ? await startProcess('./bench/floor-server.ts', { FLOOR_BEARER_DATABASE: databaseUrl }, FLOOR_PATH) : undefined;
+  if (floorBearer) running.push(floorBearer);
+  const bearer = { authorization: `Bearer ${secrets.accessToken}` };
+  const projectId = wanted.includes('v4project') ? await projects(service.url, secrets.accessToken, 300) : '';
   const probe = await fetch(`${service.url}/v1/engram.php`);
   await probe.arrayBuffer();
   const cases: Record<string, Load> = {
     user: { path: `/v1/user.php/${legacy?.signer.userId}` },
     engram: { path: `/v1/engram.php/${legacy?.engramUid}` },
     download: { path: `/v1/document.php/${legacy?.documentId}` },
-    v4user: { path: '/v4/user', headers: { authorization: `Bearer ${secrets.accessToken}` } },
+    v4user: { path: '/v4/user', headers: bearer },
+    v4project: { path: `/v4/projects/${projectId}`, headers: bearer },
     refresh: {
       method: 'POST',
       path: '/v4/login',
@@ -97,17 +105,25 @@ try {
   const servers: Array<[string, Running]> = [...(earlier ? ([['before', earlier]] as Array<[string, Running]>) : []), ['service', service]];
   // Warm-up: every server JIT-compiles its paths before anything is counted.
   await measure(floor.url, { path: FLOOR_PATH }, { seconds: 1, connections });
+  if (floorBearer) await measure(floorBearer.url, { path: FLOOR_PATH, headers: bearer }, { seconds: 1, connections });
   for (const name of wanted) for (const [, server] of servers) await measure(server.url, cases[name]!, { seconds: 1, connections });
 
   for (let round = 1; round <= Number(values.rounds); round++) {
-    const reference = await measureCpu(floor, { path: FLOOR_PATH });
-    console.log(`round ${round}: reference ${reference.requestsPerSecond} req/s, ${reference.cpuUs.toFixed(0)} µs/request`);
+    const plain = await measureCpu(floor, { path: FLOOR_PATH });
+    const withBearer = floorBearer ? await measureCpu(floorBearer, { path: FLOOR_PATH, headers: bearer }) : undefined;
+    console.log(
+      `round ${round}: reference ${plain.requestsPerSecond} req/s, ${plain.cpuUs.toFixed(0)} µs/request` +
+        (withBearer ? ` | reference + bearer ${withBearer.requestsPerSecond} req/s, ${withBearer.cpuUs.toFixed(0)} µs/request` : ''),
+    );
     for (const name of wanted) {
+      const reference = name.startsWith('v4') && withBearer ? withBearer : plain;
       const parts: string[] = [];
       for (const [label, server] of servers) {
         const figures = await measureCpu(server, cases[name]!);
         const ratio = (figures.requestsPerSecond / reference.requestsPerSecond).toFixed(2);
-        parts.push(`${label} ${figures.requestsPerSecond} req/s (${ratio} × reference), ${figures.cpuUs.toFixed(0)} µs/request${figures.failed ? `, ${figures.failed} failed` : ''}`);
+        // The reference's CPU per request over ours: what the req/s ratio would be on a machine where CPU is the bound.
+        const cpuRatio = (reference.cpuUs / Math.max(1, figures.cpuUs)).toFixed(2);
+        parts.push(`${label} ${figures.requestsPerSecond} req/s (${ratio} × reference), ${figures.cpuUs.toFixed(0)} µs/request (reference's CPU ${cpuRatio} × ours)${figures.failed ? `, ${figures.failed} failed` : ''}`);
       }
       console.log(`  ${name}: ${parts.join(' | ')}`);
     }

@@ -4,7 +4,7 @@ import BetterSqlite3 from 'better-sqlite3';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import type { Schema } from './schema.ts';
-import { CommitGroup, selectArrays, SqliteConnectionsDialect, StatementCache, WriteLock, type SqliteConnections } from './sqlite-driver.ts';
+import { CommitGroup, selectArrays, selectRows, SqliteConnectionsDialect, StatementCache, WriteLock, type SqliteConnections } from './sqlite-driver.ts';
 import { startWalCheckpointer, type WalCheckpointer } from './wal-checkpointer.ts';
 
 export type DatabaseTarget = { kind: 'sqlite'; path: string } | { kind: 'postgres'; url: string };
@@ -17,6 +17,13 @@ export interface Database {
    * rowMode 'array'): a long page then builds no object per row.
    */
   selectArrays(sql: string, parameters: readonly unknown[]): Promise<unknown[][]>;
+  /**
+   * Runs a SELECT outside any transaction and answers its rows as objects, straight through the
+   * driver (the read connection on SQLite, the pool on PostgreSQL) rather than Kysely's executor,
+   * whose connection handling is several awaits per query: on a single-object GET, as much as
+   * the point lookup itself. For compiled statements of the root instance only (reusableQuery).
+   */
+  selectRows(sql: string, parameters: readonly unknown[]): Promise<unknown[]>;
   /** Resolves when the database answers a trivial query. */
   ping(): Promise<void>;
   /** Connections of the pool by state (SQLite: its writer, busy while a transaction is open, and its reader). */
@@ -32,6 +39,14 @@ export interface Database {
 /** A backup that cannot be made as asked (PostgreSQL, or the target file exists). */
 export class BackupError extends Error {}
 
+/** The Database of each root Kysely instance openDatabase made (not its transactions, nor instances with plugins). */
+const databases = new WeakMap<Kysely<Schema>, Database>();
+
+/** The Database whose root instance `db` is; undefined for a transaction or any other instance. */
+export function databaseOf(db: Kysely<Schema>): Database | undefined {
+  return databases.get(db);
+}
+
 // int8 (COUNT(*), BIGINT millisecond timestamps) arrives as a string by default;
 // every value we keep in one fits a double exactly.
 pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
@@ -44,6 +59,12 @@ export interface OpenOptions {
 }
 
 export function openDatabase(target: DatabaseTarget, options: OpenOptions = {}): Database {
+  const database = open(target, options);
+  databases.set(database.db, database);
+  return database;
+}
+
+function open(target: DatabaseTarget, options: OpenOptions): Database {
   if (target.kind === 'sqlite') {
     const connection = sqliteConnection(target.path);
     // An in-memory database exists once per connection: there, one connection does both jobs.
@@ -58,6 +79,7 @@ export function openDatabase(target: DatabaseTarget, options: OpenOptions = {}):
     return {
       db,
       selectArrays: async (text, parameters) => selectArrays(connections.reader, text, parameters),
+      selectRows: async (text, parameters) => selectRows(connections.reader, text, parameters),
       ping: () => ping(db),
       poolStats: () => {
         if (!connection.open) return { total: 0, idle: 0, waiting: 0 };
@@ -89,6 +111,9 @@ export function openDatabase(target: DatabaseTarget, options: OpenOptions = {}):
     async selectArrays(text, parameters) {
       const result = await pool.query<unknown[]>({ text, values: [...parameters], rowMode: 'array' });
       return result.rows;
+    },
+    async selectRows(text, parameters) {
+      return (await pool.query({ text, values: [...parameters] })).rows;
     },
     ping: () => ping(db),
     poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),

@@ -1,5 +1,5 @@
-import { createQueryId, type Compilable, type CompiledQuery, type Kysely } from 'kysely';
-import type { Database } from './connection.ts';
+import { createQueryId, SelectQueryNode, type Compilable, type CompiledQuery, type Kysely } from 'kysely';
+import { databaseOf, type Database } from './connection.ts';
 import { dialectOf, type Dialect } from './dialect.ts';
 import type { Schema } from './schema.ts';
 
@@ -8,6 +8,8 @@ type Params = Record<string, Value | readonly Value[]>;
 
 interface Template<R> {
   compiled: CompiledQuery<R>;
+  /** A SELECT: on the root instance it runs through Database.selectRows, not Kysely's executor. */
+  select: boolean;
   /** Per parameter of the SQL: where its value comes from (a param, an element of a list param) or a constant. */
   slots: Array<{ param: string; index?: number } | { constant: unknown }>;
 }
@@ -39,8 +41,37 @@ export function reusableQuery<P extends Params, R, F = undefined>(
   const formKey = options.formKey;
   const templates = new Map<Dialect, Map<string, Template<R>>>();
 
+  // The template of the last call, and the shape it was made for: a query without forms is called
+  // with the same param names (and list lengths) nearly every time, which is then told without
+  // building the shape's text.
+  let last: { dialect: Dialect; names: string[]; lengths: number[]; template: Template<R> } | undefined;
+
+  function isLastShape(dialect: Dialect, params: P): boolean {
+    if (last === undefined || last.dialect !== dialect) return false;
+    const { names, lengths } = last;
+    let index = 0;
+    for (const name in params) {
+      if (index === names.length || names[index] !== name) return false;
+      const value = params[name];
+      if ((Array.isArray(value) ? value.length : -1) !== lengths[index]) return false;
+      index++;
+    }
+    return index === names.length;
+  }
+
   function template(db: Kysely<Schema>, params: P, form: F): Template<R> {
     const dialect = dialectOf(db);
+    if (!formKey) {
+      if (isLastShape(dialect, params)) return last!.template;
+      const found = templateOfShape(db, dialect, params, form);
+      const names = Object.keys(params);
+      last = { dialect, names, lengths: names.map((name) => (Array.isArray(params[name]) ? (params[name] as readonly Value[]).length : -1)), template: found };
+      return found;
+    }
+    return templateOfShape(db, dialect, params, form);
+  }
+
+  function templateOfShape(db: Kysely<Schema>, dialect: Dialect, params: P, form: F): Template<R> {
     // The shape, without allocating for the common case of no list parameter.
     let shape = formKey ? `${formKey(form)}|` : '';
     for (const name in params) {
@@ -68,7 +99,7 @@ export function reusableQuery<P extends Params, R, F = undefined>(
     const known = new Set(Object.values(markers as Record<string, string | string[]>).flat());
     const transformed = compiled.parameters.some((value) => typeof value === 'string' && value.includes(MARKER) && !known.has(value));
     if (transformed || expected.some((marker) => !used.has(marker))) throw new Error(`reusableQuery: a parameter was transformed or dropped in ${compiled.sql}`);
-    found = { compiled, slots };
+    found = { compiled, select: SelectQueryNode.is(compiled.query), slots };
     byShape.set(shape, found);
     return found;
   }
@@ -84,7 +115,10 @@ export function reusableQuery<P extends Params, R, F = undefined>(
   }
 
   async function execute(db: Kysely<Schema>, params: P, ...[form]: F extends undefined ? [form?: F] : [form: F]): Promise<R[]> {
-    const { compiled, slots } = template(db, params, form as F);
+    const { compiled, select, slots } = template(db, params, form as F);
+    const database = select ? databaseOf(db) : undefined;
+    // Awaited rather than returned: an async function returning a promise adopts it two turns later.
+    if (database) return (await database.selectRows(compiled.sql, parametersOf(slots, params))) as R[];
     const result = await db.executeQuery<R>({ query: compiled.query, sql: compiled.sql, parameters: parametersOf(slots, params), queryId: createQueryId() });
     return result.rows;
   }

@@ -157,6 +157,11 @@ function run(statements: StatementCache, { sql, parameters }: CompiledQuery): Qu
   return { numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid), rows: [] };
 }
 
+/** A SELECT's rows as objects, on `statements`' connection. */
+export function selectRows(statements: StatementCache, sql: string, parameters: readonly unknown[]): unknown[] {
+  return statements.prepare(sql).all(parameters as unknown[]);
+}
+
 /** A SELECT's rows as arrays of column values (raw mode), in the order of its select list. */
 export function selectArrays(statements: StatementCache, sql: string, parameters: readonly unknown[]): unknown[][] {
   const statement = statements.prepare(sql);

@@ -86,7 +86,8 @@ export async function findEngrams(db: Kysely<Schema>, identifiers: readonly stri
   const uids = identifiers.filter(isEngramUid).map((uid) => uid.toLowerCase());
   const classes = identifiers.filter((identifier) => !isEngramUid(identifier));
   if (identifiers.length === 0) return [];
-  return engramsByIdentifiers(db, { uids, classes });
+  // Awaited, not returned: a returned promise is adopted two turns later (see reusableQuery).
+  return await engramsByIdentifiers(db, { uids, classes });
 }
 
 const engramsByIdentifiers = reusableQuery((db: Kysely<Schema>, { uids, classes }: { uids: readonly string[]; classes: readonly string[] }) =>
