@@ -93,17 +93,20 @@ export const insertSession = reusableQuery(
 
 type Rotation = { sessionId: string; oldHash: string; access_token_hash: string; access_expires_at: number; refresh_token_hash: string; refresh_expires_at: number; now: number };
 
+/** The columns a rotation sets: the new token pair and the time of use. */
+const rotatedColumns = (values: Omit<Rotation, 'sessionId' | 'oldHash'>) => ({
+  access_token_hash: values.access_token_hash,
+  access_expires_at: values.access_expires_at,
+  refresh_token_hash: values.refresh_token_hash,
+  refresh_expires_at: values.refresh_expires_at,
+  last_used_at: values.now,
+});
+
 /** The session's new token pair, if its refresh token is still `oldHash` (a concurrent rotation wins once). */
 const rotationOf = (db: Kysely<Schema>, values: Rotation) =>
   db
     .updateTable('sessions')
-    .set({
-      access_token_hash: values.access_token_hash,
-      access_expires_at: values.access_expires_at,
-      refresh_token_hash: values.refresh_token_hash,
-      refresh_expires_at: values.refresh_expires_at,
-      last_used_at: values.now,
-    })
+    .set(rotatedColumns(values))
     .where('session_id', '=', values.sessionId)
     .where('refresh_token_hash', '=', values.oldHash)
     .returning('session_id');
@@ -156,13 +159,7 @@ const findAndRotate = reusableQuery((db: Kysely<Schema>, values: Omit<Rotation, 
       db
         .updateTable('sessions')
         .from('old')
-        .set({
-          access_token_hash: values.access_token_hash,
-          access_expires_at: values.access_expires_at,
-          refresh_token_hash: values.refresh_token_hash,
-          refresh_expires_at: values.refresh_expires_at,
-          last_used_at: values.now,
-        })
+        .set(rotatedColumns(values))
         .whereRef('sessions.session_id', '=', 'old.session_id')
         .where('sessions.refresh_token_hash', '=', values.oldHash)
         .returning('sessions.session_id'),
