@@ -32,6 +32,32 @@ const STORAGE_LABEL: Record<PeerStorage, string> = { memory: 'in memory', sqlite
 export type Grant = 'authorization_code exchange' | 'refresh_token grant';
 export const peerRowName = (storage: PeerStorage, grant: Grant) => `peer node-oidc-provider 9 ${STORAGE_LABEL[storage]}: ${grant}`;
 
+/** The single-use secrets a grant load spends, one per request (an exhausted list shows as failed requests). */
+export interface GrantSecrets {
+  clientId: string;
+  redirectUri: string;
+  codeVerifier: string;
+  codes: string[];
+  refreshTokens: string[];
+}
+
+/** Both grants as loads on a token endpoint at `path`, each request spending the next secret. */
+export function grantLoads(path: string, secrets: GrantSecrets): Record<Grant, Load> {
+  const headers = { 'content-type': 'application/x-www-form-urlencoded' };
+  const body = (params: Record<string, string>) => new URLSearchParams({ client_id: secrets.clientId, ...params }).toString();
+  let code = 0;
+  let refresh = 0;
+  return {
+    'authorization_code exchange': {
+      method: 'POST',
+      path,
+      headers,
+      next: () => ({ body: body({ grant_type: 'authorization_code', code: secrets.codes[code++] ?? 'exhausted', redirect_uri: secrets.redirectUri, code_verifier: secrets.codeVerifier }) }),
+    },
+    'refresh_token grant': { method: 'POST', path, headers, next: () => ({ body: body({ grant_type: 'refresh_token', refresh_token: secrets.refreshTokens[refresh++] ?? 'exhausted' }) }) },
+  };
+}
+
 /**
  * The peers a run measures and the factor our token rows must reach over each (issue 21): on SQLite
  * 2 × the peer on SQLite, 1.5 × on Redis, 1 × in memory; on PostgreSQL 2 × the peer on PostgreSQL

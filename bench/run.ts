@@ -15,6 +15,7 @@ import {
   REFERENCE,
   V4_SINGLE_GETS,
   engramListLoads,
+  grantLoads,
   mixedLoads,
   peerRowName,
   peerTargets,
@@ -140,19 +141,7 @@ async function peer(storage: PeerStorage): Promise<Row[]> {
   try {
     const secrets = JSON.parse(readFileSync(file, 'utf8')) as { clientId: string; redirectUri: string; codeVerifier: string; codes: string[]; refreshTokens: string[]; storage: string };
     const rows: Row[] = [];
-    const form = { 'content-type': 'application/x-www-form-urlencoded' };
-    const body = (params: Record<string, string>) => new URLSearchParams({ client_id: secrets.clientId, ...params }).toString();
-    let code = 0;
-    let refresh = 0;
-    const loads: Record<Grant, Load> = {
-      'authorization_code exchange': {
-        method: 'POST',
-        path: '/token',
-        headers: form,
-        next: () => ({ body: body({ grant_type: 'authorization_code', code: secrets.codes[code++] ?? 'exhausted', redirect_uri: secrets.redirectUri, code_verifier: secrets.codeVerifier }) }),
-      },
-      'refresh_token grant': { method: 'POST', path: '/token', headers: form, next: () => ({ body: body({ grant_type: 'refresh_token', refresh_token: secrets.refreshTokens[refresh++] ?? 'exhausted' }) }) },
-    };
+    const loads = grantLoads('/token', secrets);
     for (const grant of grants) {
       const name = peerRowName(storage, grant);
       const load = loads[grant];

@@ -6,7 +6,7 @@
 // is reachable at all with the service's statements. The service's token rows then show their share
 // of the floor.
 import { mintSecrets, REDIRECT_URI } from './fixtures.ts';
-import type { Database, Grant, Target } from './cases.ts';
+import { grantLoads, type Database, type Grant, type Target } from './cases.ts';
 import type { Figures, Load } from './measure.ts';
 import { startProcess } from './processes.ts';
 
@@ -41,19 +41,7 @@ export async function tokenFloorRows(options: {
   const env: Record<string, string> = options.databaseUrl.startsWith('sqlite:') ? { DB: options.databaseUrl.slice('sqlite:'.length), GROUP: '1' } : { DATABASE_URL: options.databaseUrl };
   const entry = options.database === 'SQLite' ? './bench/token-floor-server.ts' : './bench/token-floor-pg-server.ts';
   const server = await startProcess(entry, env, '/');
-  const form = { 'content-type': 'application/x-www-form-urlencoded' };
-  const body = (params: Record<string, string>) => new URLSearchParams({ client_id: secrets.clientId, ...params }).toString();
-  let code = 0;
-  let refresh = 0;
-  const loads: Record<Grant, Load> = {
-    'authorization_code exchange': {
-      method: 'POST',
-      path: '/v4/login',
-      headers: form,
-      next: () => ({ body: body({ grant_type: 'authorization_code', code: secrets.codes[code++] ?? 'exhausted', redirect_uri: REDIRECT_URI, code_verifier: secrets.codeVerifier }) }),
-    },
-    'refresh_token grant': { method: 'POST', path: '/v4/login', headers: form, next: () => ({ body: body({ grant_type: 'refresh_token', refresh_token: secrets.refreshTokens[refresh++] ?? 'exhausted' }) }) },
-  };
+  const loads = grantLoads('/v4/login', { ...secrets, redirectUri: REDIRECT_URI });
   try {
     const rows: Array<FloorRow & Figures> = [];
     for (const grant of grants) {
