@@ -12,7 +12,7 @@ import { findAccount, setTotpSecret } from '../../src/accounts/accounts.ts';
 import { newTotpSecret, totpCode } from '../../src/accounts/totp.ts';
 import { isTrustedDevice, trustDevice } from '../../src/accounts/trusted-devices.ts';
 import { SCOPES } from '../../src/oauth/scopes.ts';
-import { checkLayoutAndCapture, launchBrowser, startBrowserServer, withPage as withBrowserPage } from '../helpers/browser.ts';
+import { checkLayoutAndCapture, clickAndLoad, launchBrowser, startBrowserServer, withPage as withBrowserPage } from '../helpers/browser.ts';
 import { FormClient, newAccount, newApp, tokensThroughPages } from '../helpers/oauth.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 
@@ -35,25 +35,18 @@ describe('account page in a real browser', () => {
 
   const withPage = (options: BrowserContextOptions, body: (page: Page) => Promise<void>) => withBrowserPage(browser, options, body);
 
-  /** Submits the form holding `button` by clicking it; answers the POST's response and waits for the page that follows. */
-  async function click(page: Page, button: ReturnType<Page['getByRole']>) {
-    const [response] = await Promise.all([page.waitForResponse((r) => r.request().method() === 'POST'), button.click()]);
-    await page.waitForLoadState('domcontentloaded');
-    return response;
-  }
-
   /** Opens /account signed out: it sends the browser to sign in, then back to the account page. */
   async function signInToAccount(page: Page, account: { username: string; password: string }, secret?: string, at = Date.now()) {
     await page.goto(`${server.url}/account`);
     assert.equal(new URL(page.url()).pathname, '/account/sign-in', 'a signed-out visitor is sent to sign in');
     await page.getByLabel('Username or email').fill(account.username);
     await page.getByLabel('Password').fill(account.password);
-    const signedIn = await click(page, page.getByRole('button', { name: 'Sign in' }));
+    const signedIn = await clickAndLoad(page, page.getByRole('button', { name: 'Sign in' }));
     assert.equal(signedIn.status(), 303);
     if (secret) {
       await page.getByRole('heading', { name: 'Two-step verification' }).waitFor();
       await page.getByLabel('Verification code').fill(totpCode(secret, at));
-      assert.equal((await click(page, page.getByRole('button', { name: 'Verify' }))).status(), 303);
+      assert.equal((await clickAndLoad(page, page.getByRole('button', { name: 'Verify' }))).status(), 303);
     }
     await page.getByRole('heading', { name: 'Your account' }).waitFor();
     assert.equal(new URL(page.url()).pathname, '/account', 'and returned to the account page');
@@ -92,14 +85,14 @@ describe('account page in a real browser', () => {
 
       // Refused: a form without its CSRF token changes nothing.
       await appRow(page, 'Photo Sorter').locator('input[name=_csrf]').evaluate((input) => input.remove());
-      const forged = await click(page, appRow(page, 'Photo Sorter').getByRole('button', { name: 'End' }));
+      const forged = await clickAndLoad(page, appRow(page, 'Photo Sorter').getByRole('button', { name: 'End' }));
       assert.equal(forged.status(), 403);
       await page.getByRole('heading', { name: 'Please try again' }).waitFor();
       assert.equal((await bearer(tokensX.access_token)).status, 200, 'the session was not ended');
 
       // End one application: its tokens stop working, the other's do not.
       await page.goto(`${server.url}/account`);
-      const ended = await click(page, appRow(page, 'Photo Sorter').getByRole('button', { name: 'End' }));
+      const ended = await clickAndLoad(page, appRow(page, 'Photo Sorter').getByRole('button', { name: 'End' }));
       assert.equal(ended.status(), 303);
       await page.getByRole('status').waitFor();
       assert.match((await page.getByRole('status').textContent()) ?? '', /application was signed out/);
@@ -109,7 +102,7 @@ describe('account page in a real browser', () => {
       assert.equal((await bearer(tokensY.access_token)).status, 200);
 
       // End the device trust.
-      assert.equal((await click(page, page.locator('button[name=end_trust]'))).status(), 303);
+      assert.equal((await clickAndLoad(page, page.locator('button[name=end_trust]'))).status(), 303);
       await page.getByText('No device is trusted.').waitFor();
       assert.equal(await isTrustedDevice(server.app.database.db, account.userId, 'device-of-the-test'), false);
 
@@ -121,46 +114,46 @@ describe('account page in a real browser', () => {
       assert.equal(await page.locator('.qr svg path[stroke]').getAttribute('d'), /stroke="[^"]+" d="([^"]+)"/.exec(expected)![1], 'the QR code encodes that URI');
       assert.ok((await page.locator('.qr svg').boundingBox())!.width >= 150, 'the QR code is big enough to scan');
       await page.getByLabel('Code from the app').fill(totpCode(secret, Date.now() + 10 * STEP));
-      const wrongCode = await click(page, page.getByRole('button', { name: 'Turn on two-step verification' }));
+      const wrongCode = await clickAndLoad(page, page.getByRole('button', { name: 'Turn on two-step verification' }));
       assert.equal(wrongCode.status(), 401);
       assert.match((await sectionAlert(page, 'Two-step verification').textContent()) ?? '', /code is not right/);
       assert.equal((await findAccount(server.app.database.db, account.userId))!.totpSecret, null, 'still off');
       assert.equal(await page.locator('#otpauth-uri').textContent(), uri, 'the same secret is offered again');
       await checkLayoutAndCapture(page, 'account-two-step-setup');
       await page.getByLabel('Code from the app').fill(totpCode(secret, Date.now() - STEP));
-      assert.equal((await click(page, page.getByRole('button', { name: 'Turn on two-step verification' }))).status(), 303);
+      assert.equal((await clickAndLoad(page, page.getByRole('button', { name: 'Turn on two-step verification' }))).status(), 303);
       assert.match((await page.getByRole('status').textContent()) ?? '', /Two-step verification is on/);
       assert.equal((await findAccount(server.app.database.db, account.userId))!.totpSecret, secret);
       await checkLayoutAndCapture(page, 'account-two-step-on');
 
       // Two-step off: refused without a right code, then turned off with one.
       await page.getByLabel('Current code, to turn it off').fill(totpCode(secret, Date.now() + 20 * STEP));
-      assert.equal((await click(page, page.getByRole('button', { name: 'Turn off two-step verification' }))).status(), 401);
+      assert.equal((await clickAndLoad(page, page.getByRole('button', { name: 'Turn off two-step verification' }))).status(), 401);
       assert.match((await sectionAlert(page, 'Two-step verification').textContent()) ?? '', /code is not right/);
       await page.getByLabel('Current code, to turn it off').fill(totpCode(secret));
-      assert.equal((await click(page, page.getByRole('button', { name: 'Turn off two-step verification' }))).status(), 303);
+      assert.equal((await clickAndLoad(page, page.getByRole('button', { name: 'Turn off two-step verification' }))).status(), 303);
       assert.match((await page.getByRole('status').textContent()) ?? '', /Two-step verification is off/);
       assert.equal((await findAccount(server.app.database.db, account.userId))!.totpSecret, null);
 
       // The password: refused with a wrong current one, changed with the right one.
       await page.getByLabel('Current password').fill('not my password');
       await page.getByLabel('New password').fill('a new password here');
-      assert.equal((await click(page, page.getByRole('button', { name: 'Change password' }))).status(), 401);
+      assert.equal((await clickAndLoad(page, page.getByRole('button', { name: 'Change password' }))).status(), 401);
       assert.equal((await sectionAlert(page, 'Password').textContent())?.trim(), 'The current password is not right.');
       await checkLayoutAndCapture(page, 'account-password-error');
       await page.getByLabel('Current password').fill(account.password);
       await page.getByLabel('New password').fill('short');
       await page.getByLabel('New password').evaluate((input) => input.removeAttribute('minlength'));
-      assert.equal((await click(page, page.getByRole('button', { name: 'Change password' }))).status(), 400);
+      assert.equal((await clickAndLoad(page, page.getByRole('button', { name: 'Change password' }))).status(), 400);
       assert.match((await sectionAlert(page, 'Password').textContent()) ?? '', /at least 10 characters/);
       await page.getByLabel('Current password').fill(account.password);
       await page.getByLabel('New password').fill('password123');
-      assert.equal((await click(page, page.getByRole('button', { name: 'Change password' }))).status(), 400);
+      assert.equal((await clickAndLoad(page, page.getByRole('button', { name: 'Change password' }))).status(), 400);
       assert.match((await sectionAlert(page, 'Password').textContent()) ?? '', /commonly used password\. Choose a password that is harder to guess\./);
       await checkLayoutAndCapture(page, 'account-password-too-easy');
       await page.getByLabel('Current password').fill(account.password);
       await page.getByLabel('New password').fill('a new password here');
-      assert.equal((await click(page, page.getByRole('button', { name: 'Change password' }))).status(), 303);
+      assert.equal((await clickAndLoad(page, page.getByRole('button', { name: 'Change password' }))).status(), 303);
       assert.match((await page.getByRole('status').textContent()) ?? '', /password was changed/);
       assert.equal(new URL(page.url()).pathname, '/account', 'this browser stays signed in');
       assert.equal(await page.locator('button[name=end_session]').count(), 0, 'every application was signed out');
@@ -168,7 +161,7 @@ describe('account page in a real browser', () => {
       assert.equal((await elsewhere.fetch('/account')).location, '/account/sign-in', 'the other browser was signed out');
 
       // Sign out; the new password signs in.
-      await click(page, page.getByRole('button', { name: 'Sign out' }));
+      await clickAndLoad(page, page.getByRole('button', { name: 'Sign out' }));
       assert.equal(new URL(page.url()).pathname, '/account/sign-in');
       await signInToAccount(page, { username: account.username, password: 'a new password here' });
     });
@@ -186,19 +179,19 @@ describe('account page in a real browser', () => {
       await page.goto(`${server.url}/account`);
       await page.getByLabel('Username or email').fill(account.username);
       await page.getByLabel('Password').fill(account.password);
-      await click(page, page.getByRole('button', { name: 'Sign in' }));
+      await clickAndLoad(page, page.getByRole('button', { name: 'Sign in' }));
       await page.getByLabel('Verification code').fill(totpCode(secret, Date.now() + 5 * STEP));
-      assert.equal((await click(page, page.getByRole('button', { name: 'Verify' }))).status(), 401, 'a wrong code is refused');
+      assert.equal((await clickAndLoad(page, page.getByRole('button', { name: 'Verify' }))).status(), 401, 'a wrong code is refused');
       await page.getByRole('alert').waitFor();
       await page.getByLabel('Verification code').fill(totpCode(secret));
-      assert.equal((await click(page, page.getByRole('button', { name: 'Verify' }))).status(), 303);
+      assert.equal((await clickAndLoad(page, page.getByRole('button', { name: 'Verify' }))).status(), 303);
       await page.getByRole('heading', { name: 'Your account' }).waitFor();
-      assert.equal((await click(page, appRow(page, 'Offline Planner').getByRole('button', { name: 'End' }))).status(), 303);
+      assert.equal((await clickAndLoad(page, appRow(page, 'Offline Planner').getByRole('button', { name: 'End' }))).status(), 303);
       assert.equal(await appRow(page, 'Offline Planner').count(), 0);
       assert.equal((await bearer(tokens.access_token)).status, 401);
       await page.getByLabel('Current password').fill('wrong password!');
       await page.getByLabel('New password').fill('another new password');
-      assert.equal((await click(page, page.getByRole('button', { name: 'Change password' }))).status(), 401);
+      assert.equal((await clickAndLoad(page, page.getByRole('button', { name: 'Change password' }))).status(), 401);
       assert.equal((await findAccount(server.app.database.db, account.userId))!.passwordHash !== null, true);
     });
   });

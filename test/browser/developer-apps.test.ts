@@ -13,7 +13,7 @@ import { after, before, describe, test } from 'node:test';
 import * as oauth from 'oauth4webapi';
 import type { Browser, Page } from 'playwright-core';
 import { newTotpSecret, totpCode } from '../../src/accounts/totp.ts';
-import { checkLayoutAndCapture, launchBrowser, startBrowserServer, withPage } from '../helpers/browser.ts';
+import { checkLayoutAndCapture, clickAndLoad, launchBrowser, startBrowserServer, withPage } from '../helpers/browser.ts';
 import { newAccount } from '../helpers/oauth.ts';
 import type { TestServer } from '../helpers/server.ts';
 
@@ -40,23 +40,16 @@ describe('developer applications in a real browser', () => {
     await server?.close();
   });
 
-  /** Submits the form holding `button`; answers the POST's response once the next page has loaded. */
-  async function click(page: Page, button: ReturnType<Page['getByRole']>) {
-    const [response] = await Promise.all([page.waitForResponse((r) => r.request().method() === 'POST'), button.click()]);
-    await page.waitForLoadState('domcontentloaded');
-    return response;
-  }
-
   /** Opens /account/apps signed out: sign in (and the two-step code), and the browser is back on /account/apps. */
   async function signInToApps(page: Page, account: { username: string; password: string }, secret?: string) {
     await page.goto(`${server.url}/account/apps`);
     assert.equal(new URL(page.url()).pathname, '/account/sign-in');
     await page.getByLabel('Username or email').fill(account.username);
     await page.getByLabel('Password').fill(account.password);
-    await click(page, page.getByRole('button', { name: 'Sign in' }));
+    await clickAndLoad(page, page.getByRole('button', { name: 'Sign in' }));
     if (secret) {
       await page.getByLabel('Verification code').fill(totpCode(secret));
-      await click(page, page.getByRole('button', { name: 'Verify' }));
+      await clickAndLoad(page, page.getByRole('button', { name: 'Verify' }));
     }
     await page.getByRole('heading', { name: 'Your applications' }).waitFor();
     assert.equal(new URL(page.url()).pathname, '/account/apps', 'returned to /account/apps after signing in');
@@ -92,7 +85,7 @@ describe('developer applications in a real browser', () => {
       await page.locator('textarea[name=redirect_uri]').fill('http://guild.example/callback');
       // The browser's own checks (minlength) are skipped: the server's answer is what is tested.
       await page.locator('form.app-form').evaluate((form) => form.setAttribute('novalidate', ''));
-      const refused = await click(page, page.getByRole('button', { name: 'Register application' }));
+      const refused = await clickAndLoad(page, page.getByRole('button', { name: 'Register application' }));
       assert.equal(refused.status(), 400);
       assert.match((await page.locator('#name-error').textContent()) ?? '', /3 to 64 characters/);
       assert.match((await page.locator('#redirect-uri-error').textContent()) ?? '', /must use https/);
@@ -104,7 +97,7 @@ describe('developer applications in a real browser', () => {
       await page.locator('textarea[name=redirect_uri]').fill(`https://guild.example/callback\n${REGISTERED_CALLBACK}`);
       await page.locator('input[name=scope][value="users:read"]').check();
       await page.locator('input[name=confidential]').check();
-      const created = await click(page, page.getByRole('button', { name: 'Register application' }));
+      const created = await clickAndLoad(page, page.getByRole('button', { name: 'Register application' }));
       assert.equal(created.status(), 200);
       clientId = (await page.locator('#client-id').textContent())!;
       clientSecret = (await page.locator('#client-secret').textContent())!;
@@ -127,7 +120,7 @@ describe('developer applications in a real browser', () => {
       assert.equal(await page.locator('input[name=name]').inputValue(), 'Guild Roster');
       await checkLayoutAndCapture(page, 'apps-edit');
       await page.locator('input[name=name]').fill('Guild Roster Pro');
-      const saved = await click(page, page.getByRole('button', { name: 'Save changes' }));
+      const saved = await clickAndLoad(page, page.getByRole('button', { name: 'Save changes' }));
       assert.equal(saved.status(), 303);
       await page.getByRole('status').waitFor();
       assert.equal(await page.locator('li.app-row .app-name').textContent(), 'Guild Roster Pro');
@@ -157,7 +150,7 @@ describe('developer applications in a real browser', () => {
       await page.goto(url.href);
       await page.getByLabel('Username or email').fill(user.username);
       await page.getByLabel('Password').fill(user.password);
-      await click(page, page.getByRole('button', { name: 'Sign in' }));
+      await clickAndLoad(page, page.getByRole('button', { name: 'Sign in' }));
       await page.getByRole('heading', { name: 'Allow Guild Roster Pro to use your account?' }).waitFor();
       assert.match((await page.locator('.made-by').textContent()) ?? '', new RegExp(`made by ${developer.username}`));
       const website = page.locator('a.app-website');

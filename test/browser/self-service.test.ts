@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { findAccountByLogin } from '../../src/accounts/accounts.ts';
-import { checkLayoutAndCapture, launchBrowser, startBrowserServer, withPage } from '../helpers/browser.ts';
+import { checkLayoutAndCapture, clickAndLoad, launchBrowser, startBrowserServer, withPage } from '../helpers/browser.ts';
 import { newAccount } from '../helpers/oauth.ts';
 import { startMailbox, type Mailbox } from '../helpers/mail.ts';
 import type { TestServer } from '../helpers/server.ts';
@@ -32,11 +32,7 @@ describe('self-service accounts in a real browser', () => {
     await mailbox?.close();
   });
 
-  async function click(page: Page, name: string) {
-    const [response] = await Promise.all([page.waitForResponse((r) => r.request().method() === 'POST'), page.getByRole('button', { name }).click()]);
-    await page.waitForLoadState('domcontentloaded');
-    return response;
-  }
+  const click = (page: Page, name: string) => clickAndLoad(page, page.getByRole('button', { name }));
 
   test('from the home page to a signed-up account holding a key pair', async () => {
     await withPage(browser, { javaScriptEnabled: false }, async (page) => {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
-import { chromium, type Browser, type BrowserContextOptions, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContextOptions, type Locator, type Page } from 'playwright-core';
 import { startServer, type StartOptions, type TestServer } from './server.ts';
 
 export const CHROMIUM_PATH = '/usr/bin/chromium';
@@ -119,4 +119,11 @@ export async function withPage(browser: Browser, options: BrowserContextOptions,
   } finally {
     await context.close();
   }
+}
+
+/** Clicks a submit button; answers the POST's response once the page that follows has loaded. */
+export async function clickAndLoad(page: Page, button: Locator) {
+  const [response] = await Promise.all([page.waitForResponse((r) => r.request().method() === 'POST'), button.click()]);
+  await page.waitForLoadState('domcontentloaded');
+  return response;
 }
