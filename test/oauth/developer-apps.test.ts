@@ -114,6 +114,23 @@ async function assertInvalidClient(attempt: Promise<unknown>): Promise<void> {
 
 const bearer = (token: string) => server.request('GET', '/v4/user', { headers: { authorization: `Bearer ${token}` } });
 
+
+/** A code flow's authorization URL with PKCE and state, as oauth4webapi builds it, for scope common users:read. */
+async function authorizationRequest(as: oauth.AuthorizationServer, clientId: string, redirectUri: string) {
+  const codeVerifier = oauth.generateRandomCodeVerifier();
+  const state = oauth.generateRandomState();
+  const url = new URL(as.authorization_endpoint!);
+  url.search = new URLSearchParams({
+    client_id: clientId,
+    redirect_uri: redirectUri,
+    response_type: 'code',
+    scope: 'common users:read',
+    state,
+    code_challenge: await oauth.calculatePKCECodeChallenge(codeVerifier),
+    code_challenge_method: 'S256',
+  }).toString();
+  return { url, codeVerifier, state };
+}
 describe('a developer registers an application and signs a user into it with only what the pages showed', () => {
   test('confidential: discovery, code flow with PKCE through the consent page naming the developer; new secret; delete', async () => {
     const { account: dev, browser } = await developer();
@@ -144,18 +161,7 @@ describe('a developer registers an application and signs a user into it with onl
     const as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, { ...toTestServer, algorithm: 'oauth2' }));
     assert.deepEqual(as.code_challenge_methods_supported, ['S256']);
     const client: oauth.Client = { client_id: clientId, token_endpoint_auth_method: 'client_secret_basic' };
-    const codeVerifier = oauth.generateRandomCodeVerifier();
-    const state = oauth.generateRandomState();
-    const url = new URL(as.authorization_endpoint!);
-    url.search = new URLSearchParams({
-      client_id: clientId,
-      redirect_uri: 'http://127.0.0.1:49152/callback',
-      response_type: 'code',
-      scope: 'common users:read',
-      state,
-      code_challenge: await oauth.calculatePKCECodeChallenge(codeVerifier),
-      code_challenge_method: 'S256',
-    }).toString();
+    const { url, codeVerifier, state } = await authorizationRequest(as, clientId, 'http://127.0.0.1:49152/callback');
 
     const user = await newAccount(server);
     const { callback, consent } = await userAuthorizes(url, user);
@@ -215,18 +221,7 @@ describe('a developer registers an application and signs a user into it with onl
     const issuer = new URL(ISSUER);
     const as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, { ...toTestServer, algorithm: 'oauth2' }));
     const client: oauth.Client = { client_id: clientId, token_endpoint_auth_method: 'none' };
-    const codeVerifier = oauth.generateRandomCodeVerifier();
-    const state = oauth.generateRandomState();
-    const url = new URL(as.authorization_endpoint!);
-    url.search = new URLSearchParams({
-      client_id: clientId,
-      redirect_uri: 'http://[::1]:50000/cb',
-      response_type: 'code',
-      scope: 'common users:read',
-      state,
-      code_challenge: await oauth.calculatePKCECodeChallenge(codeVerifier),
-      code_challenge_method: 'S256',
-    }).toString();
+    const { url, codeVerifier, state } = await authorizationRequest(as, clientId, 'http://[::1]:50000/cb');
     const user = await newAccount(server);
     const { callback, consent } = await userAuthorizes(url, user);
     assert.match(consent, /made by/);
