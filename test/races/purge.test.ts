@@ -200,6 +200,28 @@ describe('purging', () => {
     }
   });
 
+  test('sessions are found by walking the table: expired ones behind many live ones go, live ones stay', async () => {
+    const server = await startServer();
+    try {
+      const db = server.app.database.db;
+      const app = await newApp(server);
+      const account = await newAccount(server);
+      const grant = { userId: account.userId, clientId: app.clientId, scope: 'common' };
+      // Session ids are time-ordered: the live ones come first in the walk, in four whole chunks.
+      await db.transaction().execute(async (trx) => {
+        for (let i = 0; i < 100; i++) await createSession(trx, grant);
+        for (let i = 0; i < 100; i++) await createSession(trx, grant, Date.now() - REFRESH_TOKEN_TTL_MS - DAY);
+      });
+      // Chunks that delete nothing are not batches: the walk reaches the expired ones.
+      assert.equal((await purgeExpired(db, Date.now(), { batchSize: 25, maxBatches: 3 })).sessions, 75);
+      assert.equal((await purgeExpired(db, Date.now(), { batchSize: 25, maxBatches: 3 })).sessions, 25);
+      assert.equal((await purgeExpired(db, Date.now(), { batchSize: 25, maxBatches: 3 })).sessions, 0);
+      assert.equal((await counts(db)).sessions, 100);
+    } finally {
+      await server.close();
+    }
+  });
+
   test('the background purge runs by itself while the server listens and stops with it', async () => {
     const server = await startServer({ purgeIntervalMs: 40 });
     let closed = false;
