@@ -32,7 +32,7 @@ export const EXPIRING_ROWS: readonly ExpiringRows[] = [
   { table: 'device_authorizations', key: 'device_code', column: 'expires_at', keepMs: DAY_MS },
   { table: 'web_sessions', key: 'session_hash', column: 'expires_at' },
   { table: 'rotated_refresh_tokens', key: 'refresh_token_hash', column: 'expires_at' },
-  // A session is dead once its refresh token has expired; its rotated tokens go with it (cascade).
+  // A session is dead once its refresh token has expired; its rotated tokens expired no later (row above).
   { table: 'sessions', key: 'session_id', column: 'refresh_expires_at', scanned: true },
   // A device is trusted for 30 days (DESIGN).
   { table: 'trusted_devices', key: 'device_hash', column: 'created_at', keepMs: 30 * DAY_MS },
