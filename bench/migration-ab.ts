@@ -1,19 +1,21 @@
 // npx tsx bench/migration-ab.ts --before <entry.js> --undo <migration module> [--cases refresh,code] [--seconds 3] [--rounds 4]
 // A schema change measured as bench/cpu-per-request.ts measures code changes: the server's CPU time
-// per request (/proc) beside req/s, round after round, for an earlier build (--before, e.g. main's
-// dist/ copied inside this checkout) and this one (dist/server.js). The two cannot share a database
+// per request (/proc) beside req/s and the bytes it wrote per request (its WAL and checkpoints),
+// round after round, for an earlier build (--before, e.g. main's dist/ copied inside this checkout)
+// and this one (dist/server.js). The two cannot share a database
 // when this build's newest migration changes the schema, so each runs on its own copy of one minted
 // SQLite database: this build's as migrated, the earlier build's with that migration undone (its
 // `down`, and its record removed), so both spend the same tokens on the schema each expects.
-import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import Database from 'better-sqlite3';
 import { Kysely, SqliteDialect, sql } from 'kysely';
+import { grantLoads } from './cases.ts';
 import { BENCH_HOST, REDIRECT_URI, mintSecrets } from './fixtures.ts';
 import { measure, type Load } from './measure.ts';
-import { startProcess, type Running } from './processes.ts';
+import { cpuMs, startProcess, writtenBytes, type Running } from './processes.ts';
 
 const { values } = parseArgs({
   options: {
@@ -28,11 +30,6 @@ if (!values.before || !values.undo) throw new Error('--before <entry.js> and --u
 const seconds = Number(values.seconds);
 const connections = 10;
 const wanted = values.cases.split(',');
-
-function cpuMs(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-}
 
 const dir = mkdtempSync(join(tmpdir(), 'migration-ab-'));
 const running: Running[] = [];
@@ -58,19 +55,8 @@ try {
   running.push(...servers.map(([, server]) => server));
   // Each server keeps its own place in the same list of secrets.
   const loads = (): Record<string, Load> => {
-    let nextToken = 0;
-    let nextCode = 0;
-    const form = { 'content-type': 'application/x-www-form-urlencoded' };
-    return {
-      refresh: { method: 'POST', path: '/v4/login', headers: form, next: () => ({ body: new URLSearchParams({ grant_type: 'refresh_token', client_id: secrets.clientId, refresh_token: secrets.refreshTokens[nextToken++] ?? 'exhausted' }).toString() }) },
-      code: {
-        method: 'POST',
-        path: '/v4/login',
-        headers: form,
-        next: () => ({ body: new URLSearchParams({ grant_type: 'authorization_code', client_id: secrets.clientId, code: secrets.codes[nextCode++] ?? 'exhausted', redirect_uri: REDIRECT_URI, code_verifier: secrets.codeVerifier }).toString() }),
-      },
-      v4user: { path: '/v4/user', headers: { authorization: `Bearer ${secrets.accessToken}` } },
-    };
+    const grants = grantLoads('/v4/login', { ...secrets, redirectUri: REDIRECT_URI });
+    return { refresh: grants['refresh_token grant'], code: grants['authorization_code exchange'], v4user: { path: '/v4/user', headers: { authorization: `Bearer ${secrets.accessToken}` } } };
   };
   const perServer = new Map(servers.map(([name]) => [name, loads()]));
   for (const name of wanted) for (const [label, server] of servers) await measure(server.url, perServer.get(label)![name]!, { seconds: 1, connections });
@@ -80,9 +66,11 @@ try {
       const parts: string[] = [];
       for (const [label, server] of servers) {
         const cpuBefore = cpuMs(server.pid);
+        const writtenBefore = writtenBytes(server.pid);
         const figures = await measure(server.url, perServer.get(label)![name]!, { seconds, connections });
         const cpuUs = ((cpuMs(server.pid) - cpuBefore) * 1000) / Math.max(1, figures.requests);
-        parts.push(`${label} ${figures.requestsPerSecond} req/s, ${cpuUs.toFixed(0)} µs/request${figures.failed ? `, ${figures.failed} failed` : ''}`);
+        const kib = (writtenBytes(server.pid) - writtenBefore) / 1024 / Math.max(1, figures.requests);
+        parts.push(`${label} ${figures.requestsPerSecond} req/s, ${cpuUs.toFixed(0)} µs/request, ${kib.toFixed(1)} KiB written/request${figures.failed ? `, ${figures.failed} failed` : ''}`);
       }
       console.log(`  ${name}: ${parts.join(' | ')}`);
     }
