@@ -12,6 +12,7 @@ import * as m010 from './migrations/010_backup_codes.ts';
 import * as m012 from './migrations/012_verification_requests.ts';
 import * as m013 from './migrations/013_developer_applications.ts';
 import * as m014 from './migrations/014_passkeys.ts';
+import * as m015 from './migrations/015_rotation_indexes.ts';
 
 const migrations: Record<string, Migration> = {
   '001_users': m001,
@@ -26,6 +27,7 @@ const migrations: Record<string, Migration> = {
   '012_verification_requests': m012,
   '013_developer_applications': m013,
   '014_passkeys': m014,
+  '015_rotation_indexes': m015,
 };
 
 /** Brings the schema up to date; safe to run on every start and from several instances at once. */

@@ -10,9 +10,14 @@ export interface ExpiringRows {
   table: string;
   /** Its primary key: rows are deleted by it, a batch at a time. */
   key: string;
-  /** An expiry time (with `keepMs` 0), or a creation time with `keepMs` the rows' lifetime. Indexed. */
+  /** An expiry time (with `keepMs` 0), or a creation time with `keepMs` the rows' lifetime. Indexed, unless `scanned`. */
   column: string;
   keepMs?: number;
+  /**
+   * Not indexed (a hot write path moves it, see migration 015): a pass walks the table by key,
+   * `batchSize` rows per statement, and deletes the expired rows of each such chunk.
+   */
+  scanned?: boolean;
 }
 
 /**
@@ -27,8 +32,8 @@ export const EXPIRING_ROWS: readonly ExpiringRows[] = [
   { table: 'device_authorizations', key: 'device_code', column: 'expires_at', keepMs: DAY_MS },
   { table: 'web_sessions', key: 'session_hash', column: 'expires_at' },
   { table: 'rotated_refresh_tokens', key: 'refresh_token_hash', column: 'expires_at' },
-  // A session is dead once its refresh token has expired; its rotated tokens go with it (cascade).
-  { table: 'sessions', key: 'session_id', column: 'refresh_expires_at' },
+  // A session is dead once its refresh token has expired; its rotated tokens expired no later (row above).
+  { table: 'sessions', key: 'session_id', column: 'refresh_expires_at', scanned: true },
   // A device is trusted for 30 days (DESIGN).
   { table: 'trusted_devices', key: 'device_hash', column: 'created_at', keepMs: 30 * DAY_MS },
   // A passkey challenge lives 5 minutes (an answered one is deleted at once).
@@ -66,17 +71,37 @@ export async function purgeExpired(
   // Tables and columns come from the list above (or a test's), not from the schema's types.
   const anyTable = db as unknown as Kysely<Record<string, Record<string, unknown>>>;
   const counts: PurgeCounts = {};
-  for (const { table, key, column, keepMs = 0 } of tables) {
+  for (const { table, key, column, keepMs = 0, scanned = false } of tables) {
     counts[table] = 0;
-    for (let batch = 0; batch < maxBatches && !shouldStop(); batch++) {
-      const expired = anyTable.selectFrom(table).select(key).where(column, '<', now - keepMs).limit(batchSize);
+    let after: unknown;
+    for (let batch = 0; batch < maxBatches && !shouldStop(); ) {
+      let expired = anyTable.selectFrom(table).select(key).where(column, '<', now - keepMs);
+      let chunkSize = 0;
+      if (scanned) {
+        const chunk = await anyTable
+          .selectFrom(table)
+          .select(key)
+          .$if(after !== undefined, (query) => query.where(key, '>', after))
+          .orderBy(key)
+          .limit(batchSize)
+          .execute();
+        if (chunk.length === 0) break;
+        chunkSize = chunk.length;
+        after = chunk[chunk.length - 1]![key];
+        expired = expired.where(key, 'in', chunk.map((row) => row[key]));
+      } else {
+        expired = expired.limit(batchSize);
+      }
       const result = await anyTable
         .deleteFrom(table)
         .where(key, 'in', postgres ? expired.forUpdate().skipLocked() : expired)
         .executeTakeFirst();
       const deleted = Number(result.numDeletedRows);
       counts[table] += deleted;
-      if (deleted < batchSize) break;
+      // A walked chunk counts as a batch only when it deleted something: the walk goes on to the
+      // table's end; what maxBatches bounds is the deleting.
+      if (!scanned || deleted > 0) batch++;
+      if (scanned ? chunkSize < batchSize : deleted < batchSize) break;
       await nextTurn();
     }
   }

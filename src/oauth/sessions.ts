@@ -133,9 +133,17 @@ export async function findSessionByRefreshToken(db: Kysely<Schema>, refreshToken
   return row && { sessionId: row.session_id, userId: row.user_id, clientId: row.client_id, scope: row.scope, refreshExpiresAt: row.refresh_expires_at, refreshTokenHash };
 }
 
-/** The session a refresh token belonged to before it was rotated away, if it did. */
+/**
+ * The session a refresh token belonged to before it was rotated away, if it did and the session
+ * still exists (the record of a rotation outlives its session until it expires).
+ */
 export async function findRotatedSession(db: Kysely<Schema>, refreshToken: string): Promise<string | undefined> {
-  const row = await db.selectFrom('rotated_refresh_tokens').select('session_id').where('refresh_token_hash', '=', hashSecret(refreshToken)).executeTakeFirst();
+  const row = await db
+    .selectFrom('rotated_refresh_tokens')
+    .innerJoin('sessions', 'sessions.session_id', 'rotated_refresh_tokens.session_id')
+    .select('sessions.session_id')
+    .where('rotated_refresh_tokens.refresh_token_hash', '=', hashSecret(refreshToken))
+    .executeTakeFirst();
   return row?.session_id;
 }
 

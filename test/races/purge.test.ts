@@ -8,6 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Kysely } from 'kysely';
 import { purgeExpired } from '../../src/db/purge.ts';
+import type { Schema } from '../../src/db/schema.ts';
 import { issueAuthorizationCode } from '../../src/oauth/authorization-codes.ts';
 import { createSession, REFRESH_TOKEN_TTL_MS } from '../../src/oauth/sessions.ts';
 import { assertOAuthError, newAccount, newApp, pkcePair, REDIRECT_URI, startLogin, tokenRequest, tokensThroughPages } from '../helpers/oauth.ts';
@@ -180,25 +181,39 @@ describe('purging', () => {
     }
   });
 
-  test('a pass deletes at most maxBatches batches per table; the next pass goes on', async () => {
+  /** A server holding `live` unexpired sessions, then `expired` ones (session ids are time-ordered, so in that key order). */
+  async function withSessions(live: number, expired: number, check: (db: Kysely<Schema>) => Promise<void>): Promise<void> {
     const server = await startServer();
     try {
       const db = server.app.database.db;
-      const app = await newApp(server);
-      const account = await newAccount(server);
-      const longAgo = Date.now() - REFRESH_TOKEN_TTL_MS - DAY;
+      const grant = { userId: (await newAccount(server)).userId, clientId: (await newApp(server)).clientId, scope: 'common' };
       await db.transaction().execute(async (trx) => {
-        for (let i = 0; i < 250; i++) await createSession(trx, { userId: account.userId, clientId: app.clientId, scope: 'common' }, longAgo);
+        for (let i = 0; i < live; i++) await createSession(trx, grant);
+        for (let i = 0; i < expired; i++) await createSession(trx, grant, Date.now() - REFRESH_TOKEN_TTL_MS - DAY);
       });
+      await check(db);
+    } finally {
+      await server.close();
+    }
+  }
+
+  test('a pass deletes at most maxBatches batches per table; the next pass goes on', () =>
+    withSessions(0, 250, async (db) => {
       assert.equal((await purgeExpired(db, Date.now(), { batchSize: 40, maxBatches: 3 })).sessions, 120);
       assert.equal((await counts(db)).sessions, 130);
       assert.equal((await purgeExpired(db, Date.now(), { batchSize: 40, maxBatches: 3 })).sessions, 120);
       assert.equal((await purgeExpired(db, Date.now(), { batchSize: 40, maxBatches: 3 })).sessions, 10);
       assert.equal((await counts(db)).sessions, 0);
-    } finally {
-      await server.close();
-    }
-  });
+    }));
+
+  test('sessions are found by walking the table: expired ones behind many live ones go, live ones stay', () =>
+    // The 100 live sessions fill the walk's first four chunks; chunks that delete nothing are not batches.
+    withSessions(100, 100, async (db) => {
+      assert.equal((await purgeExpired(db, Date.now(), { batchSize: 25, maxBatches: 3 })).sessions, 75);
+      assert.equal((await purgeExpired(db, Date.now(), { batchSize: 25, maxBatches: 3 })).sessions, 25);
+      assert.equal((await purgeExpired(db, Date.now(), { batchSize: 25, maxBatches: 3 })).sessions, 0);
+      assert.equal((await counts(db)).sessions, 100);
+    }));
 
   test('the background purge runs by itself while the server listens and stops with it', async () => {
     const server = await startServer({ purgeIntervalMs: 40 });
