@@ -10,12 +10,17 @@
 // others with the first. On a shared machine req/s ratios move a
 // lot between runs; the CPU time per request moves much less and is what a change to the
 // per-request work changes. Linux only (/proc).
+// With --database, PostgreSQL shares the cores, so its CPU per request counts too: each server's
+// connections carry an application_name of their own (PGAPPNAME), and the CPU its backends used
+// over the same window (from /proc of the backends pg_stat_activity names) is shown as "pg µs".
+// The refresh and code cases then also run against the token floor (token-floor-pg-server.ts).
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { FakeWorkshop } from '../test/helpers/workshop.ts';
 import { BENCH_HOST, REDIRECT_URI, legacyData, mintSecrets, projects } from './fixtures.ts';
+import pg from 'pg';
 import { measure, type Load } from './measure.ts';
 import { freshSchema } from './postgres-schema.ts';
 import { startProcess, type Running } from './processes.ts';
@@ -41,14 +46,52 @@ function cpuMs(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
+/** The application_name each server's PostgreSQL connections carry, by its pid. */
+const appNames = new Map<number, string>();
+let admin: pg.Client | undefined;
+
+/** CPU milliseconds used so far by each backend serving `appName`'s connections, by backend pid. */
+async function backendCpu(appName: string | undefined): Promise<Map<number, number>> {
+  const cpu = new Map<number, number>();
+  if (!admin || !appName) return cpu;
+  const { rows } = await admin.query<{ pid: number }>('select pid from pg_stat_activity where application_name = $1', [appName]);
+  for (const { pid } of rows) {
+    try {
+      cpu.set(pid, cpuMs(pid));
+    } catch {
+      // ended meanwhile
+    }
+  }
+  return cpu;
+}
+
 async function measureCpu(server: Running, load: Load) {
+  const appName = appNames.get(server.pid);
+  const backendsBefore = await backendCpu(appName);
   const before = cpuMs(server.pid);
   const figures = await measure(server.url, load, { seconds, connections });
-  return { ...figures, cpuUs: ((cpuMs(server.pid) - before) * 1000) / Math.max(1, figures.requests) };
+  const serverMs = cpuMs(server.pid) - before;
+  let backendMs = 0;
+  for (const [pid, ms] of await backendCpu(appName)) backendMs += ms - (backendsBefore.get(pid) ?? 0);
+  const requests = Math.max(1, figures.requests);
+  return { ...figures, cpuUs: (serverMs * 1000) / requests, pgUs: admin ? (backendMs * 1000) / requests : undefined };
+}
+
+let nextAppName = 0;
+/** Starts a server whose PostgreSQL connections are told apart by their application_name. */
+async function startServer(entry: string, env: Record<string, string>, probePath: string): Promise<Running> {
+  const appName = `cpu-per-request-${process.pid}-${nextAppName++}`;
+  const server = await startProcess(entry, { ...env, PGAPPNAME: appName }, probePath);
+  appNames.set(server.pid, appName);
+  return server;
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'bench-cpu-'));
 const schema = values.database ? await freshSchema(values.database) : undefined;
+if (values.database) {
+  admin = new pg.Client({ connectionString: values.database });
+  await admin.connect();
+}
 const databaseUrl = schema?.url ?? `sqlite:${join(dir, 'bench.db')}`;
 const workshop = await new FakeWorkshop().start();
 const running: Running[] = [];
@@ -65,11 +108,14 @@ try {
     RATE_LIMIT_V4: '1000000000',
     LOG_LEVEL: 'info',
   };
-  const service = await startProcess('dist/server.js', env, '/healthz');
+  const service = await startServer('dist/server.js', env, '/healthz');
   running.push(service);
   // The v1 data only for the cases that read it (the token grants need none).
   const legacy = wanted.some((name) => name !== 'refresh' && name !== 'code') ? await legacyData(service.url, workshop, 10_000) : undefined;
-  const earlier = values.before ? await startProcess(values.before, env, '/healthz') : undefined;
+  const earlier = values.before ? await startServer(values.before, env, '/healthz') : undefined;
+  const grants = wanted.includes('refresh') || wanted.includes('code');
+  const tokenFloor = schema && grants ? await startServer('./bench/token-floor-pg-server.ts', { DATABASE_URL: databaseUrl }, '/') : undefined;
+  if (tokenFloor) running.push(tokenFloor);
   if (earlier) running.push(earlier);
   const floor = await startProcess('./bench/floor-server.ts', {}, FLOOR_PATH);
   running.push(floor);
@@ -103,10 +149,11 @@ try {
     '304': { path: '/v1/engram.php', headers: { 'if-none-match': probe.headers.get('etag') ?? '"none"', 'accept-encoding': 'br, gzip' }, expectStatus: 304 },
   };
   const servers: Array<[string, Running]> = [...(earlier ? ([['before', earlier]] as Array<[string, Running]>) : []), ['service', service]];
+  const serversOf = (name: string): Array<[string, Running]> => (tokenFloor && (name === 'refresh' || name === 'code') ? [['token floor', tokenFloor], ...servers] : servers);
   // Warm-up: every server JIT-compiles its paths before anything is counted.
   await measure(floor.url, { path: FLOOR_PATH }, { seconds: 1, connections });
   if (floorBearer) await measure(floorBearer.url, { path: FLOOR_PATH, headers: bearer }, { seconds: 1, connections });
-  for (const name of wanted) for (const [, server] of servers) await measure(server.url, cases[name]!, { seconds: 1, connections });
+  for (const name of wanted) for (const [, server] of serversOf(name)) await measure(server.url, cases[name]!, { seconds: 1, connections });
 
   for (let round = 1; round <= Number(values.rounds); round++) {
     const plain = await measureCpu(floor, { path: FLOOR_PATH });
@@ -118,12 +165,12 @@ try {
     for (const name of wanted) {
       const reference = name.startsWith('v4') && withBearer ? withBearer : plain;
       const parts: string[] = [];
-      for (const [label, server] of servers) {
+      for (const [label, server] of serversOf(name)) {
         const figures = await measureCpu(server, cases[name]!);
         const ratio = (figures.requestsPerSecond / reference.requestsPerSecond).toFixed(2);
         // The reference's CPU per request over ours: what the req/s ratio would be on a machine where CPU is the bound.
         const cpuRatio = (reference.cpuUs / Math.max(1, figures.cpuUs)).toFixed(2);
-        parts.push(`${label} ${figures.requestsPerSecond} req/s (${ratio} × reference), ${figures.cpuUs.toFixed(0)} µs/request (reference's CPU ${cpuRatio} × ours)${figures.failed ? `, ${figures.failed} failed` : ''}`);
+        parts.push(`${label} ${figures.requestsPerSecond} req/s (${ratio} × reference), ${figures.cpuUs.toFixed(0)} µs/request (reference's CPU ${cpuRatio} × ours)${figures.pgUs === undefined ? '' : `, pg ${figures.pgUs.toFixed(0)} µs`}${figures.failed ? `, ${figures.failed} failed` : ''}`);
       }
       console.log(`  ${name}: ${parts.join(' | ')}`);
     }
@@ -132,5 +179,6 @@ try {
   for (const server of running) await server.stop();
   await workshop.stop();
   await schema?.drop();
+  await admin?.end();
   rmSync(dir, { recursive: true, force: true });
 }

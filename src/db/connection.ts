@@ -1,7 +1,8 @@
+import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import { dirname } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
-import { Kysely, PostgresDialect, sql } from 'kysely';
+import { createQueryId, Kysely, PostgresDialect, sql, type CompiledQuery } from 'kysely';
 import pg from 'pg';
 import type { Schema } from './schema.ts';
 import { CommitGroup, selectArrays, selectRows, SqliteConnectionsDialect, StatementCache, WriteLock, type SqliteConnections } from './sqlite-driver.ts';
@@ -22,8 +23,15 @@ export interface Database {
    * driver (the read connection on SQLite, the pool on PostgreSQL) rather than Kysely's executor,
    * whose connection handling is several awaits per query: on a single-object GET, as much as
    * the point lookup itself. For compiled statements of the root instance only (reusableQuery).
+   * `prepared`: the text is one of a bounded set, run again and again (see preparedStatement).
    */
-  selectRows(sql: string, parameters: readonly unknown[]): Promise<unknown[]>;
+  selectRows(sql: string, parameters: readonly unknown[], prepared?: boolean): Promise<unknown[]>;
+  /**
+   * Runs one statement that writes, on its own (no transaction around it), and answers the rows it
+   * returns. PostgreSQL: straight through the pool, like selectRows. SQLite: through Kysely's
+   * executor, whose driver queues the write on the write lock and its commit group.
+   */
+  writeRows(query: CompiledQuery, parameters: readonly unknown[], prepared?: boolean): Promise<unknown[]>;
   /** Resolves when the database answers a trivial query. */
   ping(): Promise<void>;
   /** Connections of the pool by state (SQLite: its writer, busy while a transaction is open, and its reader). */
@@ -80,6 +88,8 @@ function open(target: DatabaseTarget, options: OpenOptions): Database {
       db,
       selectArrays: async (text, parameters) => selectArrays(connections.reader, text, parameters),
       selectRows: async (text, parameters) => selectRows(connections.reader, text, parameters),
+      // (better-sqlite3 prepares each text once anyway: `prepared` changes nothing here.)
+      writeRows: async (query, parameters) => (await db.executeQuery({ ...query, parameters, queryId: createQueryId() })).rows,
       ping: () => ping(db),
       poolStats: () => {
         if (!connection.open) return { total: 0, idle: 0, waiting: 0 };
@@ -112,9 +122,8 @@ function open(target: DatabaseTarget, options: OpenOptions): Database {
       const result = await pool.query<unknown[]>({ text, values: [...parameters], rowMode: 'array' });
       return result.rows;
     },
-    async selectRows(text, parameters) {
-      return (await pool.query({ text, values: [...parameters] })).rows;
-    },
+    selectRows: (text, parameters, prepared) => queryRows(pool, text, parameters, prepared),
+    writeRows: (query, parameters, prepared) => queryRows(pool, query.sql, parameters, prepared),
     ping: () => ping(db),
     poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     async backup() {
@@ -122,6 +131,43 @@ function open(target: DatabaseTarget, options: OpenOptions): Database {
     },
     close: () => db.destroy(),
   };
+}
+
+/**
+ * Names for the statements run again and again (reusableQuery's templates), derived from their
+ * text. A named statement is parsed once per connection, and after a few runs PostgreSQL keeps a
+ * generic plan for it; an unnamed one is parsed and planned on every run, which for the token
+ * grants' WITH statements cost the database as much CPU as the rest of the request did.
+ * `generation` starts a new set of names when a kept statement no longer fits the schema (see
+ * queryRows).
+ */
+const statementNames = new Map<string, string>();
+let generation = 0;
+
+function preparedStatement(text: string): string {
+  let name = statementNames.get(text);
+  if (name === undefined) statementNames.set(text, (name = `r${generation}_${createHash('sha1').update(text).digest('base64url')}`));
+  return name;
+}
+
+async function queryRows(pool: pg.Pool, text: string, parameters: readonly unknown[], prepared = false): Promise<unknown[]> {
+  if (!prepared) return (await pool.query({ text, values: [...parameters] })).rows;
+  try {
+    return (await pool.query({ name: preparedStatement(text), text, values: [...parameters] })).rows;
+  } catch (error) {
+    // A migration run by another instance changed a table that a kept statement reads with `*`:
+    // PostgreSQL refuses that statement on every connection that prepared it ("cached plan must not
+    // change result type"). New names have every connection prepare the statements anew.
+    if (!isStalePlan(error)) throw error;
+    generation++;
+    statementNames.clear();
+    return (await pool.query({ name: preparedStatement(text), text, values: [...parameters] })).rows;
+  }
+}
+
+function isStalePlan(error: unknown): boolean {
+  const { code, message } = error as { code?: string; message?: string };
+  return code === '0A000' && message === 'cached plan must not change result type';
 }
 
 async function ping(db: Kysely<Schema>): Promise<void> {

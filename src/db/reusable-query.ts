@@ -1,4 +1,4 @@
-import { createQueryId, SelectQueryNode, type Compilable, type CompiledQuery, type Kysely } from 'kysely';
+import { createQueryId, SelectQueryNode, type Compilable, type CompiledQuery, type Kysely, type OperationNode } from 'kysely';
 import { databaseOf, type Database } from './connection.ts';
 import { dialectOf, type Dialect } from './dialect.ts';
 import type { Schema } from './schema.ts';
@@ -8,8 +8,10 @@ type Params = Record<string, Value | readonly Value[]>;
 
 interface Template<R> {
   compiled: CompiledQuery<R>;
-  /** A SELECT: on the root instance it runs through Database.selectRows, not Kysely's executor. */
+  /** A SELECT that writes nothing: on the root instance it runs through Database.selectRows, others through Database.writeRows. */
   select: boolean;
+  /** No list parameter: the text is one of a bounded set, worth a prepared statement (see Database.selectRows). */
+  prepared: boolean;
   /** Per parameter of the SQL: where its value comes from (a param, an element of a list param) or a constant. */
   slots: Array<{ param: string; index?: number } | { constant: unknown }>;
 }
@@ -99,7 +101,7 @@ export function reusableQuery<P extends Params, R, F = undefined>(
     const known = new Set(Object.values(markers as Record<string, string | string[]>).flat());
     const transformed = compiled.parameters.some((value) => typeof value === 'string' && value.includes(MARKER) && !known.has(value));
     if (transformed || expected.some((marker) => !used.has(marker))) throw new Error(`reusableQuery: a parameter was transformed or dropped in ${compiled.sql}`);
-    found = { compiled, select: SelectQueryNode.is(compiled.query), slots };
+    found = { compiled, select: readsOnly(compiled.query), prepared: !shape.includes('['), slots };
     byShape.set(shape, found);
     return found;
   }
@@ -115,10 +117,12 @@ export function reusableQuery<P extends Params, R, F = undefined>(
   }
 
   async function execute(db: Kysely<Schema>, params: P, ...[form]: F extends undefined ? [form?: F] : [form: F]): Promise<R[]> {
-    const { compiled, select, slots } = template(db, params, form as F);
-    const database = select ? databaseOf(db) : undefined;
+    const { compiled, select, prepared, slots } = template(db, params, form as F);
+    // Outside a transaction, straight through the driver rather than Kysely's executor.
+    const database = databaseOf(db);
     // Awaited rather than returned: an async function returning a promise adopts it two turns later.
-    if (database) return (await database.selectRows(compiled.sql, parametersOf(slots, params))) as R[];
+    if (database && select) return (await database.selectRows(compiled.sql, parametersOf(slots, params), prepared)) as R[];
+    if (database) return (await database.writeRows(compiled, parametersOf(slots, params), prepared)) as R[];
     const result = await db.executeQuery<R>({ query: compiled.query, sql: compiled.sql, parameters: parametersOf(slots, params), queryId: createQueryId() });
     return result.rows;
   }
@@ -134,4 +138,10 @@ export function reusableQuery<P extends Params, R, F = undefined>(
   };
 
   return execute;
+}
+
+/** A SELECT none of whose WITH clauses writes (PostgreSQL runs data-modifying statements there). */
+function readsOnly(query: OperationNode): boolean {
+  if (!SelectQueryNode.is(query)) return false;
+  return (query.with?.expressions ?? []).every((cte) => readsOnly(cte.expression));
 }
