@@ -143,8 +143,12 @@ function sqliteConnection(path: string, options: { readonly?: boolean } = {}): B
   // Room for every page a bulk write changes (a 250-object POST dirties ~650 4 KiB pages; 1,000
   // objects, the most one POST takes, ~2,600): past the default 2 MiB, SQLite writes pages to the
   // log before the commit and writes many again at the commit, and reads the indexes' pages back
-  // from the file (measured: 4,300 writes and 1,700 reads a POST with 2 MiB, 2,900 and 200 with this).
-  connection.pragma('cache_size = -16384');
+  // from the file (measured: 4,300 writes and 1,700 reads a POST with 2 MiB, 2,900 and 200 with 16).
+  // The spill threshold gives a transaction's changed pages that room (up to 16 MiB), while only
+  // 4 MiB of unchanged pages stay cached between transactions: a 16 MiB cache of them was ~10 MiB
+  // of the server's peak RSS over the bench (docs/benchmarks.md, "Issue 21, memory, fourth session").
+  connection.pragma('cache_size = -4096');
+  connection.pragma('cache_spill = 4096');
   return connection;
 }
 
