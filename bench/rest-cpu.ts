@@ -1,4 +1,4 @@
-// npx tsx bench/rest-cpu.ts <name>=<server.js> [<name>=<server.js> …] [--case page|post] [--rounds 4] [--seconds 3] [--database postgres://…/empty] [--profile]
+// npx tsx bench/rest-cpu.ts <name>=<server.js> [<name>='<server.js> <node flag>…' …] [--case page|post] [--connections n] [--rounds 4] [--seconds 3] [--database postgres://…/empty] [--profile]
 //
 // The REST engine's bulk cases, per build: the server's CPU milliseconds per request (utime + stime
 // from /proc, as bench/compare-builds.ts reads them) for `GET /v4/projects?pageSize=250` (page, 10
@@ -26,12 +26,14 @@ const { values, positionals } = parseArgs({
     seconds: { type: 'string', default: '3' },
     database: { type: 'string' },
     profile: { type: 'boolean', default: false },
+    connections: { type: 'string' },
   },
 });
 const builds = positionals.map((arg) => {
-  const [name, entry] = arg.split('=');
+  const name = arg.slice(0, Math.max(0, arg.indexOf('=')));
+  const [entry, ...extraFlags] = arg.slice(arg.indexOf('=') + 1).split(' ').filter(Boolean);
   if (!name || !entry) throw new Error(`expected <name>=<server.js>, got ${arg}`);
-  return { name, entry };
+  return { name, entry, extraFlags };
 });
 
 function cpuMs(pid: number): number {
@@ -110,7 +112,7 @@ try {
       copyFileSync(join(dir, 'bench.db'), join(dir, `bench-${index}.db`));
       own = { ...env, DATABASE_URL: `sqlite:${join(dir, `bench-${index}.db`)}` };
     }
-    servers.push(await startProcess(build.entry, own, '/healthz', flags));
+    servers.push(await startProcess(build.entry, own, '/healthz', [...flags, ...build.extraFlags]));
   }
   const projectIds: string[] = [];
   for (const server of servers) projectIds.push(values.database && projectIds.length > 0 ? projectIds[0]! : await projects(server.url, secrets.accessToken, 300));
@@ -120,7 +122,7 @@ try {
     values.case === 'post'
       ? { method: 'POST', path: '/v4/projects', headers: { ...headers, 'content-type': 'application/json' }, next: () => ({ body: body() }) }
       : { path: '/v4/projects?pageSize=250', headers };
-  const connections = values.case === 'post' ? 2 : 10;
+  const connections = Number(values.connections ?? (values.case === 'post' ? 2 : 10));
   const options = { seconds: Number(values.seconds), connections };
   if (values.case === 'mixed') {
     // Single GETs on 8 connections, alone and beside 2 connections posting 250 new objects each.

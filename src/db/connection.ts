@@ -189,8 +189,12 @@ function sqliteConnection(path: string, options: { readonly?: boolean } = {}): B
   // Room for every page a bulk write changes (a 250-object POST dirties ~650 4 KiB pages; 1,000
   // objects, the most one POST takes, ~2,600): past the default 2 MiB, SQLite writes pages to the
   // log before the commit and writes many again at the commit, and reads the indexes' pages back
-  // from the file (measured: 4,300 writes and 1,700 reads a POST with 2 MiB, 2,900 and 200 with this).
-  connection.pragma('cache_size = -16384');
+  // from the file (measured: 4,300 writes and 1,700 reads a POST with 2 MiB, 2,900 and 200 with 16).
+  // The spill threshold gives a transaction's changed pages that room (up to 16 MiB), while only
+  // 4 MiB of unchanged pages stay cached between transactions: a 16 MiB cache of them was ~10 MiB
+  // of the server's peak RSS over the bench (docs/benchmarks.md, "Issue 21, memory, fourth session").
+  connection.pragma('cache_size = -4096');
+  connection.pragma('cache_spill = 4096');
   // A multi-row INSERT inside a transaction keeps a statement journal (each page's content before
   // the statement, to undo it alone). Past 64 KiB SQLite spills it to a temporary file, one write
   // per page: a 50-row chunk of a bulk POST spilled ~120 pages, about half of a POST's write calls.

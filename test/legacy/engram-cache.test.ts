@@ -288,3 +288,19 @@ describe('the spawn-code page', () => {
     assert.deepEqual([...positions].sort((a, b) => a - b), positions, 'in label order');
   });
 });
+
+describe('a list built from several chunks of rows', () => {
+  test('labels outside ASCII: the body is exactly the engrams, whole, in every coding', async () => {
+    const modC = (await confirmedMod(first, workshop, owner)).mod_id;
+    // More than one chunk of 1,000 rows, labels of two-, three- and four-byte characters.
+    const items = Array.from({ length: 1234 }, () => ({ ...engram(modC), label: `Étoile ☃ ${serial} 🦖` }));
+    await addEngrams(first, owner, items);
+    const { bytes, engrams } = await list(first, `?mod_id=${modC}`);
+    assert.equal(engrams.length, items.length);
+    assert.deepEqual(new Set(engrams.map((item) => item.label)), new Set(items.map((item) => item.label)));
+    const reply = await raw(first, `/v1/engram.php?mod_id=${modC}`);
+    assert.equal(Number(reply.headers['content-length']), bytes.length);
+    const br = await raw(first, `/v1/engram.php?mod_id=${modC}`, { 'accept-encoding': 'br' });
+    assert.deepEqual(brotliDecompressSync(br.bytes), bytes);
+  });
+});
