@@ -1,4 +1,5 @@
-import { LogController, type FastifyReply, type FastifyRequest } from 'fastify';
+import { LogController, type FastifyBaseLogger, type FastifyReply, type FastifyRequest } from 'fastify';
+import type { Bindings, ChildLoggerOptions } from 'fastify/types/logger.js';
 
 /**
  * One log line per request, written when it completes: method, path (never the query, which
@@ -9,15 +10,87 @@ export class OneLinePerRequest extends LogController {
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
     if (this.isLogDisabled(request)) return;
-    const line = {
+    const { url } = request;
+    const query = url.indexOf('?');
+    const line: Record<string, unknown> = {
       method: request.method,
-      path: request.url.split('?', 1)[0],
+      path: query === -1 ? url : url.slice(0, query),
       status: reply.statusCode,
       ms: Math.round(reply.elapsedTime * 10) / 10,
       ip: request.ip,
     };
-    if (error) reply.log.error({ ...line, err: error }, 'request failed');
-    else reply.log.info(line, 'request');
+    const log = reply.log as FastifyBaseLogger | RequestLogger;
+    if (error) {
+      line.err = error;
+      log.error(line, 'request failed');
+    } else if (log instanceof RequestLogger) log.line(line, 'request');
+    else log.info(line, 'request');
+  }
+}
+
+/**
+ * A request's logger (Fastify's childLoggerFactory): pino's child, which carries the request id
+ * in each of its lines, is made only when something logs through it. The request's own line (the
+ * one every request writes) goes through the parent with the id among its fields: the same JSON,
+ * without a child per request.
+ */
+export class RequestLogger {
+  #child: FastifyBaseLogger | undefined;
+  readonly #parent: FastifyBaseLogger;
+  readonly #bindings: Bindings;
+  readonly #options: ChildLoggerOptions;
+
+  constructor(parent: FastifyBaseLogger, bindings: Bindings, options: ChildLoggerOptions) {
+    this.#parent = parent;
+    this.#bindings = bindings;
+    this.#options = options;
+  }
+
+  static factory(this: unknown, parent: FastifyBaseLogger, bindings: Bindings, options: ChildLoggerOptions): FastifyBaseLogger {
+    return new RequestLogger(parent, bindings, options) as unknown as FastifyBaseLogger;
+  }
+
+  #logger(): FastifyBaseLogger {
+    return (this.#child ??= this.#parent.child(this.#bindings, this.#options));
+  }
+
+  /** An info line with the bindings as its first fields; a route with its own level or serializers logs through the child. */
+  line(fields: Record<string, unknown>, message: string): void {
+    if (this.#child === undefined && this.#options.level === undefined && this.#options.serializers === undefined) {
+      this.#parent.info({ ...this.#bindings, ...fields }, message);
+    } else this.#logger().info(fields, message);
+  }
+
+  get level(): string {
+    return this.#child?.level ?? this.#options.level ?? this.#parent.level;
+  }
+  set level(level: string) {
+    this.#logger().level = level;
+  }
+  get silent(): FastifyBaseLogger['silent'] {
+    return this.#logger().silent;
+  }
+  // Methods on the prototype (not arrow fields), so that a request's logger is one small object.
+  fatal(...args: unknown[]): void {
+    (this.#logger().fatal as (...args: unknown[]) => void)(...args);
+  }
+  error(...args: unknown[]): void {
+    (this.#logger().error as (...args: unknown[]) => void)(...args);
+  }
+  warn(...args: unknown[]): void {
+    (this.#logger().warn as (...args: unknown[]) => void)(...args);
+  }
+  info(...args: unknown[]): void {
+    (this.#logger().info as (...args: unknown[]) => void)(...args);
+  }
+  debug(...args: unknown[]): void {
+    (this.#logger().debug as (...args: unknown[]) => void)(...args);
+  }
+  trace(...args: unknown[]): void {
+    (this.#logger().trace as (...args: unknown[]) => void)(...args);
+  }
+  child(bindings: Bindings, options?: ChildLoggerOptions): FastifyBaseLogger {
+    return this.#logger().child(bindings, options);
   }
 }
 
