@@ -114,13 +114,17 @@ export function reusableQuery<P extends Params, R, F = undefined>(
     return parameters;
   }
 
-  async function execute(db: Kysely<Schema>, params: P, ...[form]: F extends undefined ? [form?: F] : [form: F]): Promise<R[]> {
-    const { compiled, select, slots } = template(db, params, form as F);
-    const database = select ? databaseOf(db) : undefined;
-    // Awaited rather than returned: an async function returning a promise adopts it two turns later.
-    if (database) return (await database.selectRows(compiled.sql, parametersOf(slots, params))) as R[];
-    const result = await db.executeQuery<R>({ query: compiled.query, sql: compiled.sql, parameters: parametersOf(slots, params), queryId: createQueryId() });
-    return result.rows;
+  // Not an async function: the driver's promise is returned as it is. (An async function that
+  // awaits it adds a promise and a turn; one that returns it, two turns.) Errors still reject.
+  function execute(db: Kysely<Schema>, params: P, ...[form]: F extends undefined ? [form?: F] : [form: F]): Promise<R[]> {
+    try {
+      const { compiled, select, slots } = template(db, params, form as F);
+      const database = select ? databaseOf(db) : undefined;
+      if (database) return database.selectRows(compiled.sql, parametersOf(slots, params)) as Promise<R[]>;
+      return db.executeQuery<R>({ query: compiled.query, sql: compiled.sql, parameters: parametersOf(slots, params), queryId: createQueryId() }).then((result) => result.rows);
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   /**
