@@ -25,6 +25,11 @@ export class OneLinePerRequest extends LogController {
   }
 }
 
+const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const;
+
+// The level methods, defined in the class's static block.
+export interface RequestLogger extends Pick<FastifyBaseLogger, (typeof LEVELS)[number]> {}
+
 /**
  * A request's logger (Fastify's childLoggerFactory): pino's child, which carries the request id
  * in each of its lines, is made only when something logs through it. The request's own line (the
@@ -65,24 +70,15 @@ export class RequestLogger {
   get silent(): FastifyBaseLogger['silent'] {
     return this.#logger().silent;
   }
-  // Methods on the prototype (not arrow fields), so that a request's logger is one small object.
-  fatal(...args: unknown[]): void {
-    (this.#logger().fatal as (...args: unknown[]) => void)(...args);
-  }
-  error(...args: unknown[]): void {
-    (this.#logger().error as (...args: unknown[]) => void)(...args);
-  }
-  warn(...args: unknown[]): void {
-    (this.#logger().warn as (...args: unknown[]) => void)(...args);
-  }
-  info(...args: unknown[]): void {
-    (this.#logger().info as (...args: unknown[]) => void)(...args);
-  }
-  debug(...args: unknown[]): void {
-    (this.#logger().debug as (...args: unknown[]) => void)(...args);
-  }
-  trace(...args: unknown[]): void {
-    (this.#logger().trace as (...args: unknown[]) => void)(...args);
+  static {
+    // One method per level on the prototype (not per instance: a request's logger stays one small object).
+    for (const level of LEVELS) {
+      Object.defineProperty(RequestLogger.prototype, level, {
+        value(this: RequestLogger, ...args: unknown[]): void {
+          (this.#logger()[level] as (...args: unknown[]) => void)(...args);
+        },
+      });
+    }
   }
   child(bindings: Bindings, options?: ChildLoggerOptions): FastifyBaseLogger {
     return this.#logger().child(bindings, options);
