@@ -100,7 +100,12 @@ export const bearerAuth = fp(
         else if (found.expiresAt <= now) own[REFUSAL] = invalidToken('The access token has expired; refresh it');
         else own[CALLER] = found;
         done();
-      }, done);
+      }, (error: unknown) => {
+        // A refusal from the lookup is answered with the others, in preParsing; anything else is an error.
+        if (!(error instanceof ApiError)) return done(error as Error);
+        own[REFUSAL] = error;
+        done();
+      });
     });
     scope.addHook('preParsing', (request, _reply, payload, done) => {
       const refusal = slots(request)[REFUSAL];
