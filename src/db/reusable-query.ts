@@ -116,15 +116,19 @@ export function reusableQuery<P extends Params, R, F = undefined>(
     return parameters;
   }
 
-  async function execute(db: Kysely<Schema>, params: P, ...[form]: F extends undefined ? [form?: F] : [form: F]): Promise<R[]> {
-    const { compiled, select, prepared, slots } = template(db, params, form as F);
-    // Outside a transaction, straight through the driver rather than Kysely's executor.
-    const database = databaseOf(db);
-    // Awaited rather than returned: an async function returning a promise adopts it two turns later.
-    if (database && select) return (await database.selectRows(compiled.sql, parametersOf(slots, params), prepared)) as R[];
-    if (database) return (await database.writeRows(compiled, parametersOf(slots, params), prepared)) as R[];
-    const result = await db.executeQuery<R>({ query: compiled.query, sql: compiled.sql, parameters: parametersOf(slots, params), queryId: createQueryId() });
-    return result.rows;
+  // Not an async function: the driver's promise is returned as it is. (An async function that
+  // awaits it adds a promise and a turn; one that returns it, two turns.) Errors still reject.
+  function execute(db: Kysely<Schema>, params: P, ...[form]: F extends undefined ? [form?: F] : [form: F]): Promise<R[]> {
+    try {
+      const { compiled, select, prepared, slots } = template(db, params, form as F);
+      // Outside a transaction, straight through the driver rather than Kysely's executor.
+      const database = databaseOf(db);
+      if (database && select) return database.selectRows(compiled.sql, parametersOf(slots, params), prepared) as Promise<R[]>;
+      if (database) return database.writeRows(compiled, parametersOf(slots, params), prepared) as Promise<R[]>;
+      return db.executeQuery<R>({ query: compiled.query, sql: compiled.sql, parameters: parametersOf(slots, params), queryId: createQueryId() }).then((result) => result.rows);
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   /**

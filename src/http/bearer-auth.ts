@@ -82,22 +82,31 @@ export const bearerAuth = fp(
       },
     });
 
-    scope.addHook('onRequest', async (request) => {
+    // A callback hook like the two below: an async one would add its own promise and a turn to
+    // every request on top of the lookup's.
+    scope.addHook('onRequest', (request, _reply, done) => {
       const own = slots(request);
+      let token: string | undefined;
       try {
-        const token = tokenOf(request);
-        if (token === undefined) return;
-        const now = Date.now();
-        const found = await lookup(token, now, request.log);
-        if (!found) throw invalidToken('The access token is unknown or revoked');
-        if (found.expiresAt <= now) throw invalidToken('The access token has expired; refresh it');
-        own[CALLER] = found;
+        token = tokenOf(request);
       } catch (error) {
-        if (!(error instanceof ApiError)) throw error;
-        own[REFUSAL] = error;
+        own[REFUSAL] = error as ApiError;
+        return done();
       }
+      if (token === undefined) return done();
+      const now = Date.now();
+      lookup(token, now, request.log).then((found) => {
+        if (!found) own[REFUSAL] = invalidToken('The access token is unknown or revoked');
+        else if (found.expiresAt <= now) own[REFUSAL] = invalidToken('The access token has expired; refresh it');
+        else own[CALLER] = found;
+        done();
+      }, (error: unknown) => {
+        // A refusal from the lookup is answered with the others, in preParsing; anything else is an error.
+        if (!(error instanceof ApiError)) return done(error as Error);
+        own[REFUSAL] = error;
+        done();
+      });
     });
-    // Callback hooks where nothing is awaited: an async hook costs every request a promise and a turn.
     scope.addHook('preParsing', (request, _reply, payload, done) => {
       const refusal = slots(request)[REFUSAL];
       if (refusal) done(refusal);

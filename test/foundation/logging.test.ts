@@ -74,6 +74,51 @@ describe('one log line per request', () => {
   });
 });
 
+describe("a request's logger", () => {
+  let server: TestServer;
+  before(async () => {
+    server = await startServer({
+      beforeListen: (app) => {
+        app.get('/test/logs', async (request) => {
+          request.log.warn({ step: 'handler' }, 'a handler line');
+          return { ok: true };
+        });
+      },
+    });
+  });
+  after(() => server.close());
+
+  test("a handler's own line carries the request id, and the request line follows it", async () => {
+    const before = server.logs.length;
+    const reply = await server.request('GET', '/test/logs');
+    assert.equal(reply.status, 200, reply.text);
+    const requestId = reply.headers.get('x-request-id');
+    const lines = parsed(server, before).filter((line) => line.reqId === requestId);
+    assert.deepEqual(
+      lines.map((line) => [line.level, line.msg, line.step, line.status]),
+      [
+        [40, 'a handler line', 'handler', undefined],
+        [30, 'request', undefined, 200],
+      ],
+    );
+    assert.equal(Object.keys(lines[1]!).join(','), 'level,time,pid,hostname,reqId,method,path,status,ms,ip,msg');
+  });
+
+  test('the request line of a request that logged nothing has the same fields in the same order', async () => {
+    const before = server.logs.length;
+    const reply = await server.request('GET', '/v4/openapi.json');
+    const [line] = parsed(server, before).filter((entry) => entry.reqId === reply.headers.get('x-request-id'));
+    assert.equal(Object.keys(line!).join(','), 'level,time,pid,hostname,reqId,method,path,status,ms,ip,msg');
+  });
+
+  test('a route with its own level (GET /healthz logs warnings only) writes no request line', async () => {
+    const before = server.logs.length;
+    const reply = await server.request('GET', '/healthz');
+    assert.equal(reply.status, 200);
+    assert.deepEqual(parsed(server, before).filter((line) => line.reqId === reply.headers.get('x-request-id')), []);
+  });
+});
+
 describe('secrets never reach the logs', () => {
   let server: TestServer;
   /** Every secret value a client sent during the suite. */

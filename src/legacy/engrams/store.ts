@@ -82,12 +82,12 @@ export async function* streamEngrams(db: Kysely<Schema>, modIds?: readonly strin
 }
 
 /** Engrams matching any identifier: a uid (32 hex digits) or a class string. */
-export async function findEngrams(db: Kysely<Schema>, identifiers: readonly string[]): Promise<EngramRow[]> {
+export function findEngrams(db: Kysely<Schema>, identifiers: readonly string[]): Promise<EngramRow[]> {
+  if (identifiers.length === 0) return Promise.resolve([]);
   const uids = identifiers.filter(isEngramUid).map((uid) => uid.toLowerCase());
   const classes = identifiers.filter((identifier) => !isEngramUid(identifier));
-  if (identifiers.length === 0) return [];
-  // Awaited, not returned: a returned promise is adopted two turns later (see reusableQuery).
-  return await engramsByIdentifiers(db, { uids, classes });
+  // A plain function handing on the query's promise: no promise layer of its own (see reusableQuery).
+  return engramsByIdentifiers(db, { uids, classes });
 }
 
 const engramsByIdentifiers = reusableQuery((db: Kysely<Schema>, { uids, classes }: { uids: readonly string[]; classes: readonly string[] }) =>
