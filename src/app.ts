@@ -17,7 +17,7 @@ import { answerClientError, answerConnect, answerUnknownExpectation } from './ht
 import { healthRoutes } from './http/health.ts';
 import { metricsEndpoint } from './http/metrics.ts';
 import { openApi } from './http/openapi.ts';
-import { OneLinePerRequest, RequestLogger, censorSecrets } from './http/request-log.ts';
+import { OneLinePerRequest, censorSecrets } from './http/request-log.ts';
 import { protectV4Api } from './http/v4-api.ts';
 import { validatorCompiler } from './http/validation.ts';
 import { legacyApi } from './legacy/index.ts';
@@ -99,7 +99,6 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       ...(options.logStream ? { stream: options.logStream } : {}),
     },
     logController: new OneLinePerRequest(),
-    childLoggerFactory: RequestLogger.factory,
     genReqId: () => randomUUID(),
     bodyLimit: 1024 * 1024,
     // A hop count means "trust that many proxies nearest to us", as proxy-addr counts hops.
