@@ -151,9 +151,11 @@ function preparedStatement(text: string): string {
 }
 
 async function queryRows(pool: pg.Pool, text: string, parameters: readonly unknown[], prepared = false): Promise<unknown[]> {
-  if (!prepared) return (await pool.query({ text, values: [...parameters] })).rows;
+  const values = [...parameters];
+  if (!prepared) return (await pool.query({ text, values })).rows;
+  const run = async () => (await pool.query({ name: preparedStatement(text), text, values })).rows;
   try {
-    return (await pool.query({ name: preparedStatement(text), text, values: [...parameters] })).rows;
+    return await run();
   } catch (error) {
     // A migration run by another instance changed a table that a kept statement reads with `*`:
     // PostgreSQL refuses that statement on every connection that prepared it ("cached plan must not
@@ -161,7 +163,7 @@ async function queryRows(pool: pg.Pool, text: string, parameters: readonly unkno
     if (!isStalePlan(error)) throw error;
     generation++;
     statementNames.clear();
-    return (await pool.query({ name: preparedStatement(text), text, values: [...parameters] })).rows;
+    return run();
   }
 }
 
