@@ -11,7 +11,7 @@ import { hashSecret } from './secrets.ts';
 /** How clients authenticate, as RFC 8414 names the methods; every endpoint that takes a client accepts each. */
 export const CLIENT_AUTH_METHODS = ['none', 'client_secret_post', 'client_secret_basic'] as const;
 
-interface Credentials {
+export interface Credentials {
   clientId: string | undefined;
   clientSecret: string | undefined;
   usedBasic: boolean;

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { writesInWith } from '../db/dialect.ts';
-import { authenticateClient, clientProof, readCredentials } from './client-auth.ts';
+import { authenticateClient, clientProof, readCredentials, type Credentials } from './client-auth.ts';
 import { countTokenGrant } from '../http/metrics.ts';
 import { InvalidRequest, OAuthError, UnsupportedGrantType } from './errors.ts';
 import { authorizationCodeGrant, exchangeForAuthenticatedClient } from './grants/authorization-code.ts';
@@ -35,6 +35,14 @@ const FOLDED_GRANTS: Record<string, FoldedGrant> = {
   refresh_token: rotateForAuthenticatedClient,
 };
 
+/** The grant's usual case as FOLDED_GRANTS runs it; undefined when there is none here or it did not happen. */
+async function foldedGrant(grantType: string, { credentials, ...context }: Omit<FoldedGrantContext, 'client'> & { credentials: Credentials }): Promise<IssuedTokens | undefined> {
+  const folded = Object.hasOwn(FOLDED_GRANTS, grantType) ? FOLDED_GRANTS[grantType] : undefined;
+  if (!folded || !writesInWith(context.db)) return undefined;
+  const client = clientProof(credentials);
+  return client && folded({ ...context, client });
+}
+
 /** The spec's short name for the device grant is accepted too. */
 const GRANTS: Record<string, Grant> = { ...STANDARD_GRANTS, device_code: deviceCodeGrant };
 
@@ -52,10 +60,8 @@ export async function tokenRoute(app: FastifyInstance): Promise<void> {
       const db = app.database.db;
       const credentials = readCredentials(request.headers.authorization, params);
       const now = Date.now();
-      const folded = Object.hasOwn(FOLDED_GRANTS, grantType) && writesInWith(db) ? FOLDED_GRANTS[grantType] : undefined;
-      const proof = folded && clientProof(credentials);
       const tokens =
-        (proof && (await folded!({ db, params, client: proof, now }))) ||
+        (await foldedGrant(grantType, { db, params, credentials, now })) ??
         (await grant({ db, params, client: await authenticateClient(db, credentials), now, origin: request }));
       countTokenGrant(grantType, 'success');
       return reply.header('cache-control', 'no-store').header('pragma', 'no-cache').send(tokenResponse(tokens));
