@@ -1,4 +1,4 @@
-import { sql, type Kysely } from 'kysely';
+import { sql, type ExpressionBuilder, type Kysely } from 'kysely';
 import { writesInWith } from '../db/dialect.ts';
 import { reusableQuery } from '../db/reusable-query.ts';
 import type { Schema } from '../db/schema.ts';
@@ -60,12 +60,26 @@ const claimOf = (db: Kysely<Schema>, { codeHash, sessionId, now }: { codeHash: s
 
 const claimCode = reusableQuery(claimOf);
 
+/** The columns of a new session, in the order of the selects below. */
+const SESSION_COLUMNS = ['session_id', 'user_id', 'client_id', 'scope', 'created_at', 'last_used_at', 'access_token_hash', 'access_expires_at', 'refresh_token_hash', 'refresh_expires_at'] as const;
+
+/** A new session's times and token hashes as selected values of an INSERT … SELECT (cast, as PostgreSQL does not infer a bigint there). */
+const timesAndTokens = <DB, TB extends keyof DB>(eb: ExpressionBuilder<DB, TB>, values: Omit<NewSessionRow, 'session_id' | 'user_id' | 'client_id' | 'scope'>) =>
+  [
+    eb.cast<number>(eb.val(values.created_at), 'bigint').as('created_at'),
+    eb.cast<number>(eb.val(values.last_used_at), 'bigint').as('last_used_at'),
+    eb.val(values.access_token_hash).as('access_token_hash'),
+    eb.cast<number>(eb.val(values.access_expires_at), 'bigint').as('access_expires_at'),
+    eb.val(values.refresh_token_hash).as('refresh_token_hash'),
+    eb.cast<number>(eb.val(values.refresh_expires_at), 'bigint').as('refresh_expires_at'),
+  ] as const;
+
 /** The claim and the new session as one statement, where the dialect allows it (see writesInWith): one round trip instead of a transaction's four. */
 const claimAndStart = reusableQuery((db: Kysely<Schema>, values: NewSessionRow & { codeHash: string; now: number }) =>
   db
     .with('claimed', () => claimOf(db, { codeHash: values.codeHash, sessionId: values.session_id, now: values.now }))
     .insertInto('sessions')
-    .columns(['session_id', 'user_id', 'client_id', 'scope', 'created_at', 'last_used_at', 'access_token_hash', 'access_expires_at', 'refresh_token_hash', 'refresh_expires_at'])
+    .columns(SESSION_COLUMNS)
     .expression((eb) =>
       eb
         .selectFrom('claimed')
@@ -74,12 +88,7 @@ const claimAndStart = reusableQuery((db: Kysely<Schema>, values: NewSessionRow &
           eb.val(values.user_id).as('user_id'),
           eb.val(values.client_id).as('client_id'),
           eb.val(values.scope).as('scope'),
-          eb.cast<number>(eb.val(values.created_at), 'bigint').as('created_at'),
-          eb.cast<number>(eb.val(values.last_used_at), 'bigint').as('last_used_at'),
-          eb.val(values.access_token_hash).as('access_token_hash'),
-          eb.cast<number>(eb.val(values.access_expires_at), 'bigint').as('access_expires_at'),
-          eb.val(values.refresh_token_hash).as('refresh_token_hash'),
-          eb.cast<number>(eb.val(values.refresh_expires_at), 'bigint').as('refresh_expires_at'),
+          ...timesAndTokens(eb, values),
         ]),
     )
     .returning('session_id'),
@@ -87,7 +96,7 @@ const claimAndStart = reusableQuery((db: Kysely<Schema>, values: NewSessionRow &
 
 /** What the code exchange is checked against, with the client's credentials and the new session's token pair. */
 type CheckedExchange = ClientProof &
-  Omit<NewSessionRow, 'user_id' | 'client_id' | 'scope' | 'created_at' | 'last_used_at'> & {
+  Omit<NewSessionRow, 'user_id' | 'client_id' | 'scope'> & {
     codeHash: string;
     redirectUri: string;
     codeChallenge: string;
@@ -120,7 +129,7 @@ const checkedClaimAndStart = reusableQuery((db: Kysely<Schema>, values: CheckedE
         .returning(['session_id', 'user_id', 'client_id', 'scope']),
     )
     .insertInto('sessions')
-    .columns(['session_id', 'user_id', 'client_id', 'scope', 'created_at', 'last_used_at', 'access_token_hash', 'access_expires_at', 'refresh_token_hash', 'refresh_expires_at'])
+    .columns(SESSION_COLUMNS)
     .expression((eb) =>
       eb
         .selectFrom('claimed')
@@ -129,12 +138,7 @@ const checkedClaimAndStart = reusableQuery((db: Kysely<Schema>, values: CheckedE
           'claimed.user_id',
           'claimed.client_id',
           'claimed.scope',
-          eb.cast<number>(eb.val(values.now), 'bigint').as('created_at'),
-          eb.cast<number>(eb.val(values.now), 'bigint').as('last_used_at'),
-          eb.val(values.access_token_hash).as('access_token_hash'),
-          eb.cast<number>(eb.val(values.access_expires_at), 'bigint').as('access_expires_at'),
-          eb.val(values.refresh_token_hash).as('refresh_token_hash'),
-          eb.cast<number>(eb.val(values.refresh_expires_at), 'bigint').as('refresh_expires_at'),
+          ...timesAndTokens(eb, values),
         ]),
     )
     .returning(['session_id', 'scope']),
@@ -154,7 +158,7 @@ export async function exchangeCheckedAuthorizationCode(
   if (!writesInWith(db)) return undefined;
   const pair = newTokenPair(now);
   const { client, codeHash, redirectUri, codeChallenge, deviceId, sessionId } = exchange;
-  const [row] = await checkedClaimAndStart(db, { ...client, codeHash, redirectUri, codeChallenge, deviceId, now, session_id: sessionId, ...pair.row });
+  const [row] = await checkedClaimAndStart(db, { ...client, codeHash, redirectUri, codeChallenge, deviceId, now, session_id: sessionId, created_at: now, last_used_at: now, ...pair.row });
   return row && issuedTokens(row.session_id, pair, row.scope, now);
 }
 
