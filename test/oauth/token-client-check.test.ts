@@ -138,6 +138,16 @@ describe('the client check of the token grants', () => {
     assert.equal((await tokenRequest(server, { grant_type: 'authorization_code', client_id: app.clientId, code: plain.code, redirect_uri: REDIRECT_URI, code_verifier: plain.verifier, device_id: 'device-3' })).status, 200);
   });
 
+  test('a NUL in a parameter that reaches the statement as text is a 400, never a 500', async () => {
+    const app = await newApp(server);
+    const { code, verifier } = await codeFor(app);
+    for (const extra of [{ redirect_uri: `${REDIRECT_URI}\0` }, { device_id: 'device\0' }]) {
+      const reply = await tokenRequest(server, { grant_type: 'authorization_code', client_id: app.clientId, code, redirect_uri: REDIRECT_URI, code_verifier: verifier, ...extra });
+      assert.equal(reply.status, 400, reply.text);
+    }
+    assert.equal((await exchange(server, app, null, { code, verifier })).status, 200);
+  });
+
   test('on PostgreSQL the usual refresh and code exchange are one statement each, client check included', async (t) => {
     if (dialectOf(server.app.database.db) !== 'postgres') return t.skip('PostgreSQL only');
     const app = await newApp(server, { confidential: true });
