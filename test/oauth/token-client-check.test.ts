@@ -141,7 +141,7 @@ describe('the client check of the token grants', () => {
   test('a NUL in a parameter that reaches the statement as text is a 400, never a 500', async () => {
     const app = await newApp(server);
     const { code, verifier } = await codeFor(app);
-    for (const extra of [{ redirect_uri: `${REDIRECT_URI}\0` }, { device_id: 'device\0' }]) {
+    for (const extra of [{ redirect_uri: `${REDIRECT_URI}\0` }, { device_id: 'device\0' }] as Array<Record<string, string>>) {
       const reply = await tokenRequest(server, { grant_type: 'authorization_code', client_id: app.clientId, code, redirect_uri: REDIRECT_URI, code_verifier: verifier, ...extra });
       assert.equal(reply.status, 400, reply.text);
     }
