@@ -1,9 +1,10 @@
-import type { Kysely } from 'kysely';
+import { sql, type ExpressionBuilder, type Kysely } from 'kysely';
 import { writesInWith } from '../db/dialect.ts';
 import { reusableQuery } from '../db/reusable-query.ts';
 import type { Schema } from '../db/schema.ts';
+import { authenticatedClient, type ClientProof } from './clients.ts';
 import { hashSecret, newSecret } from './secrets.ts';
-import { insertSession, newSession, type IssuedTokens, type NewSessionRow, type SessionGrant } from './sessions.ts';
+import { insertSession, issuedTokens, newSession, newTokenPair, type IssuedTokens, type NewSessionRow, type SessionGrant } from './sessions.ts';
 
 export const AUTHORIZATION_CODE_TTL_MS = 10 * 60 * 1000;
 
@@ -59,12 +60,26 @@ const claimOf = (db: Kysely<Schema>, { codeHash, sessionId, now }: { codeHash: s
 
 const claimCode = reusableQuery(claimOf);
 
+/** The columns of a new session, in the order of the selects below. */
+const SESSION_COLUMNS = ['session_id', 'user_id', 'client_id', 'scope', 'created_at', 'last_used_at', 'access_token_hash', 'access_expires_at', 'refresh_token_hash', 'refresh_expires_at'] as const;
+
+/** A new session's times and token hashes as selected values of an INSERT … SELECT (cast, as PostgreSQL does not infer a bigint there). */
+const timesAndTokens = <DB, TB extends keyof DB>(eb: ExpressionBuilder<DB, TB>, values: Omit<NewSessionRow, 'session_id' | 'user_id' | 'client_id' | 'scope'>) =>
+  [
+    eb.cast<number>(eb.val(values.created_at), 'bigint').as('created_at'),
+    eb.cast<number>(eb.val(values.last_used_at), 'bigint').as('last_used_at'),
+    eb.val(values.access_token_hash).as('access_token_hash'),
+    eb.cast<number>(eb.val(values.access_expires_at), 'bigint').as('access_expires_at'),
+    eb.val(values.refresh_token_hash).as('refresh_token_hash'),
+    eb.cast<number>(eb.val(values.refresh_expires_at), 'bigint').as('refresh_expires_at'),
+  ] as const;
+
 /** The claim and the new session as one statement, where the dialect allows it (see writesInWith): one round trip instead of a transaction's four. */
 const claimAndStart = reusableQuery((db: Kysely<Schema>, values: NewSessionRow & { codeHash: string; now: number }) =>
   db
     .with('claimed', () => claimOf(db, { codeHash: values.codeHash, sessionId: values.session_id, now: values.now }))
     .insertInto('sessions')
-    .columns(['session_id', 'user_id', 'client_id', 'scope', 'created_at', 'last_used_at', 'access_token_hash', 'access_expires_at', 'refresh_token_hash', 'refresh_expires_at'])
+    .columns(SESSION_COLUMNS)
     .expression((eb) =>
       eb
         .selectFrom('claimed')
@@ -73,16 +88,79 @@ const claimAndStart = reusableQuery((db: Kysely<Schema>, values: NewSessionRow &
           eb.val(values.user_id).as('user_id'),
           eb.val(values.client_id).as('client_id'),
           eb.val(values.scope).as('scope'),
-          eb.cast<number>(eb.val(values.created_at), 'bigint').as('created_at'),
-          eb.cast<number>(eb.val(values.last_used_at), 'bigint').as('last_used_at'),
-          eb.val(values.access_token_hash).as('access_token_hash'),
-          eb.cast<number>(eb.val(values.access_expires_at), 'bigint').as('access_expires_at'),
-          eb.val(values.refresh_token_hash).as('refresh_token_hash'),
-          eb.cast<number>(eb.val(values.refresh_expires_at), 'bigint').as('refresh_expires_at'),
+          ...timesAndTokens(eb, values),
         ]),
     )
     .returning('session_id'),
 );
+
+/** What the code exchange is checked against, with the client's credentials and the new session's token pair. */
+type CheckedExchange = ClientProof &
+  Omit<NewSessionRow, 'user_id' | 'client_id' | 'scope'> & {
+    codeHash: string;
+    redirectUri: string;
+    codeChallenge: string;
+    /** null: the request named no device */
+    deviceId: string | null;
+    now: number;
+  };
+
+/**
+ * The whole code exchange as one statement, where the dialect allows it: the client's
+ * authentication, every check of the grant (the code's client, unused, unexpired, its redirect
+ * URI, PKCE challenge and device) and the claim with the new session. No row when anything did not
+ * hold, and then nothing changed.
+ */
+const checkedClaimAndStart = reusableQuery((db: Kysely<Schema>, values: CheckedExchange) =>
+  db
+    .with('claimed', (db) =>
+      db
+        .updateTable('authorization_codes')
+        .set({ used_at: values.now, session_id: values.session_id })
+        .where('code_hash', '=', values.codeHash)
+        .where('used_at', 'is', null)
+        .where('client_id', '=', values.clientId)
+        .where('expires_at', '>', values.now)
+        .where('redirect_uri', '=', values.redirectUri)
+        .where('code_challenge', '=', values.codeChallenge)
+        // A device named on both sides must be the same one.
+        .where((eb) => eb.fn.coalesce(eb('device_id', '=', values.deviceId), sql<boolean>`true`))
+        .where((eb) => eb.exists(authenticatedClient(db, values)))
+        .returning(['session_id', 'user_id', 'client_id', 'scope']),
+    )
+    .insertInto('sessions')
+    .columns(SESSION_COLUMNS)
+    .expression((eb) =>
+      eb
+        .selectFrom('claimed')
+        .select([
+          'claimed.session_id',
+          'claimed.user_id',
+          'claimed.client_id',
+          'claimed.scope',
+          ...timesAndTokens(eb, values),
+        ]),
+    )
+    .returning(['session_id', 'scope']),
+);
+
+/**
+ * Where the dialect allows it (PostgreSQL), the exchange of the code with this hash by `client`,
+ * authenticated in the same statement, when every check of the grant holds; undefined when that
+ * did not happen (or the dialect cannot), and then nothing changed: the caller takes the path
+ * that tells why (authenticateClient, authorizationCodeGrant).
+ */
+export async function exchangeCheckedAuthorizationCode(
+  db: Kysely<Schema>,
+  exchange: { client: ClientProof; codeHash: string; redirectUri: string; codeChallenge: string; deviceId: string | null; sessionId: string },
+  now: number,
+): Promise<IssuedTokens | undefined> {
+  if (!writesInWith(db)) return undefined;
+  const pair = newTokenPair(now);
+  const { client, codeHash, redirectUri, codeChallenge, deviceId, sessionId } = exchange;
+  const [row] = await checkedClaimAndStart(db, { ...client, codeHash, redirectUri, codeChallenge, deviceId, now, session_id: sessionId, created_at: now, last_used_at: now, ...pair.row });
+  return row && issuedTokens(row.session_id, pair, row.scope, now);
+}
 
 const codeByHash = reusableQuery((db: Kysely<Schema>, { codeHash }: { codeHash: string }) => db.selectFrom('authorization_codes').selectAll().where('code_hash', '=', codeHash));
 

@@ -3,7 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Schema } from '../db/schema.ts';
 import { isUuid, normalizeUuid } from '../http/uuid.ts';
-import { findApplication, type Application } from './clients.ts';
+import { findApplication, type Application, type ClientProof } from './clients.ts';
 import { InvalidClient, InvalidRequest } from './errors.ts';
 import { readParams } from './params.ts';
 import { hashSecret } from './secrets.ts';
@@ -11,7 +11,7 @@ import { hashSecret } from './secrets.ts';
 /** How clients authenticate, as RFC 8414 names the methods; every endpoint that takes a client accepts each. */
 export const CLIENT_AUTH_METHODS = ['none', 'client_secret_post', 'client_secret_basic'] as const;
 
-interface Credentials {
+export interface Credentials {
   clientId: string | undefined;
   clientSecret: string | undefined;
   usedBasic: boolean;
@@ -39,6 +39,15 @@ export function readCredentials(authorization: string | undefined, params: Recor
     return { clientId, clientSecret: formDecode(decoded.slice(colon + 1)), usedBasic: true };
   }
   return { clientId: params.client_id, clientSecret: params.client_secret, usedBasic: false };
+}
+
+/**
+ * The credentials as a grant's own statement checks them (see authenticatedClient); undefined when
+ * the client id is not well formed (authenticateClient then tells why).
+ */
+export function clientProof(credentials: Credentials): ClientProof | undefined {
+  if (!isUuid(credentials.clientId)) return undefined;
+  return { clientId: normalizeUuid(credentials.clientId), secretHash: credentials.clientSecret ? hashSecret(credentials.clientSecret) : null };
 }
 
 /**

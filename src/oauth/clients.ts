@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Kysely } from 'kysely';
+import type { Kysely, QueryCreator } from 'kysely';
 import { reusableQuery } from '../db/reusable-query.ts';
 import type { Schema } from '../db/schema.ts';
 import { isUuid, normalizeUuid } from '../http/uuid.ts';
@@ -61,6 +61,21 @@ export async function createApplication(db: Kysely<Schema>, app: NewApplication)
 const applicationById = reusableQuery((db: Kysely<Schema>, { clientId }: { clientId: string }) =>
   db.selectFrom('applications').selectAll().where('client_id', '=', clientId),
 );
+
+/** A client's credentials as a statement checks them: its id, and the hash its stored secret must equal (null: no secret). */
+export type ClientProof = {
+  clientId: string;
+  secretHash: string | null;
+};
+
+/**
+ * The application `clientId`, if `secretHash` is the hash of its secret or both are null (a public
+ * client that sends none): authenticateClient's rule as a subquery, for a grant that checks the
+ * client in its own statement (an EXISTS of this). Comparing hashes of the presented secret in SQL
+ * tells a timing observer nothing about the stored secret.
+ */
+export const authenticatedClient = (db: QueryCreator<Schema>, { clientId, secretHash }: ClientProof) =>
+  db.selectFrom('applications').select('client_id').where('client_id', '=', clientId).where('secret_hash', 'is not distinct from', secretHash);
 
 export async function findApplication(db: Kysely<Schema>, clientId: unknown): Promise<Application | undefined> {
   if (!isUuid(clientId)) return undefined;

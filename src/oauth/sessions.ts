@@ -3,6 +3,7 @@ import { writesInWith } from '../db/dialect.ts';
 import { reusableQuery } from '../db/reusable-query.ts';
 import type { Schema } from '../db/schema.ts';
 import { uuidv7 } from '../http/uuid.ts';
+import { authenticatedClient, type ClientProof } from './clients.ts';
 import { hashSecret, newSecret } from './secrets.ts';
 
 // The token family model: a session is one user's grant to one application, holding one access
@@ -33,7 +34,8 @@ export interface SessionRow {
   refreshTokenHash: string;
 }
 
-function newTokenPair(now: number) {
+/** A new access and refresh token, and the columns that store them. */
+export function newTokenPair(now: number) {
   const accessToken = newSecret();
   const refreshToken = newSecret();
   return {
@@ -46,6 +48,11 @@ function newTokenPair(now: number) {
       refresh_expires_at: now + REFRESH_TOKEN_TTL_MS,
     },
   };
+}
+
+/** The token response's content for a session given `pair`. */
+export function issuedTokens(sessionId: string, pair: ReturnType<typeof newTokenPair>, scope: string, now: number): IssuedTokens {
+  return { sessionId, accessToken: pair.accessToken, refreshToken: pair.refreshToken, accessExpiresAt: pair.row.access_expires_at, refreshExpiresAt: pair.row.refresh_expires_at, scope, issuedAt: now };
 }
 
 export interface SessionGrant {
@@ -67,7 +74,7 @@ export function newSession(grant: SessionGrant, now: number): { row: NewSessionR
   const pair = newTokenPair(now);
   return {
     row: { session_id: sessionId, user_id: grant.userId, client_id: grant.clientId, scope: grant.scope, created_at: now, last_used_at: now, ...pair.row },
-    tokens: { sessionId, accessToken: pair.accessToken, refreshToken: pair.refreshToken, accessExpiresAt: pair.row.access_expires_at, refreshExpiresAt: pair.row.refresh_expires_at, scope: grant.scope, issuedAt: now },
+    tokens: issuedTokens(sessionId, pair, grant.scope, now),
   };
 }
 
@@ -148,11 +155,12 @@ export async function findRotatedSession(db: Kysely<Schema>, refreshToken: strin
 }
 
 /**
- * The lookup by refresh token, the client and expiry checks and the rotation with its record, as
- * one statement, where the dialect allows it (see writesInWith): one round trip instead of two.
- * The row is locked as it is read, so a concurrent rotation of the same token finds it changed.
+ * The client's authentication, the lookup by refresh token, the client and expiry checks and the
+ * rotation with its record, as one statement, where the dialect allows it (see writesInWith): one
+ * round trip instead of three. The row is locked as it is read, so a concurrent rotation of the
+ * same token finds it changed.
  */
-const findAndRotate = reusableQuery((db: Kysely<Schema>, values: Omit<Rotation, 'sessionId'> & { clientId: string }) =>
+const findAndRotate = reusableQuery((db: Kysely<Schema>, values: Omit<Rotation, 'sessionId'> & ClientProof) =>
   db
     .with('old', (db) =>
       db
@@ -161,6 +169,7 @@ const findAndRotate = reusableQuery((db: Kysely<Schema>, values: Omit<Rotation, 
         .where('refresh_token_hash', '=', values.oldHash)
         .where('client_id', '=', values.clientId)
         .where('refresh_expires_at', '>', values.now)
+        .where((eb) => eb.exists(authenticatedClient(db, values)))
         .forUpdate(),
     )
     .with('rotated', (db) =>
@@ -185,16 +194,16 @@ const findAndRotate = reusableQuery((db: Kysely<Schema>, values: Omit<Rotation, 
 
 /**
  * Where the dialect allows it (PostgreSQL), rotates the session of `refreshToken` in one statement
- * when it belongs to `clientId` and has not expired. Undefined when that did not happen (or the
- * dialect cannot): the caller then takes the path that tells why (findSessionByRefreshToken,
- * rotateSession), which sees the same state, as this changed nothing.
+ * when `client` authenticates, the session belongs to it and has not expired. Undefined when that
+ * did not happen (or the dialect cannot): the caller then takes the path that tells why
+ * (authenticateClient, findSessionByRefreshToken, rotateSession), which sees the same state, as
+ * this changed nothing.
  */
-export async function rotateByRefreshToken(db: Kysely<Schema>, refreshToken: string, clientId: string, now: number): Promise<IssuedTokens | undefined> {
+export async function rotateByRefreshToken(db: Kysely<Schema>, refreshToken: string, client: ClientProof, now: number): Promise<IssuedTokens | undefined> {
   if (!writesInWith(db)) return undefined;
   const pair = newTokenPair(now);
-  const [row] = await findAndRotate(db, { oldHash: hashSecret(refreshToken), clientId, ...pair.row, now });
-  if (!row) return undefined;
-  return { sessionId: row.session_id, ...pair, accessExpiresAt: pair.row.access_expires_at, refreshExpiresAt: pair.row.refresh_expires_at, scope: row.scope, issuedAt: now };
+  const [row] = await findAndRotate(db, { oldHash: hashSecret(refreshToken), clientId: client.clientId, secretHash: client.secretHash, ...pair.row, now });
+  return row && issuedTokens(row.session_id, pair, row.scope, now);
 }
 
 /**
@@ -213,15 +222,7 @@ export async function rotateSession(db: Kysely<Schema>, session: SessionRow, now
         await recordRotatedToken(trx, { refresh_token_hash: oldHash, session_id: session.sessionId, expires_at: session.refreshExpiresAt });
         return true;
       });
-  if (!rotated) return undefined;
-  return {
-    sessionId: session.sessionId,
-    ...pair,
-    accessExpiresAt: pair.row.access_expires_at,
-    refreshExpiresAt: pair.row.refresh_expires_at,
-    scope: session.scope,
-    issuedAt: now,
-  };
+  return rotated ? issuedTokens(session.sessionId, pair, session.scope, now) : undefined;
 }
 
 /**

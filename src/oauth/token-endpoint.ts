@@ -1,16 +1,18 @@
 import type { FastifyInstance } from 'fastify';
-import { authenticateClient, readCredentials } from './client-auth.ts';
+import { writesInWith } from '../db/dialect.ts';
+import { authenticateClient, clientProof, readCredentials, type Credentials } from './client-auth.ts';
 import { countTokenGrant } from '../http/metrics.ts';
 import { InvalidRequest, OAuthError, UnsupportedGrantType } from './errors.ts';
-import { authorizationCodeGrant } from './grants/authorization-code.ts';
-import type { GrantContext } from './grants/context.ts';
+import { authorizationCodeGrant, exchangeForAuthenticatedClient } from './grants/authorization-code.ts';
+import type { FoldedGrantContext, GrantContext } from './grants/context.ts';
 import { deviceCodeGrant } from './grants/device-code.ts';
-import { refreshTokenGrant } from './grants/refresh-token.ts';
+import { refreshTokenGrant, rotateForAuthenticatedClient } from './grants/refresh-token.ts';
 import { readParams } from './params.ts';
 import { tokenSchema } from './schemas.ts';
 import type { IssuedTokens } from './sessions.ts';
 
 type Grant = (context: GrantContext) => Promise<IssuedTokens>;
+type FoldedGrant = (context: FoldedGrantContext) => Promise<IssuedTokens | undefined>;
 
 /** The grants, by their standard names (the device grant by RFC 8628's URN); discovery lists them. */
 const STANDARD_GRANTS: Record<string, Grant> = {
@@ -20,6 +22,26 @@ const STANDARD_GRANTS: Record<string, Grant> = {
 };
 
 export const GRANT_TYPES = Object.keys(STANDARD_GRANTS);
+
+/**
+ * Grants whose usual case, where the dialect runs writes inside WITH (PostgreSQL), is one statement
+ * that also authenticates the client: no round trip of its own for the client lookup. When that
+ * statement finds anything amiss it changes nothing, and the full path runs as before
+ * (authenticateClient, then the grant), so every error, its order and the failed-authentication
+ * event stay as they were; only a failure costs that one statement more.
+ */
+const FOLDED_GRANTS: Record<string, FoldedGrant> = {
+  authorization_code: exchangeForAuthenticatedClient,
+  refresh_token: rotateForAuthenticatedClient,
+};
+
+/** The grant's usual case as FOLDED_GRANTS runs it; undefined when there is none here or it did not happen. */
+async function foldedGrant(grantType: string, { credentials, ...context }: Omit<FoldedGrantContext, 'client'> & { credentials: Credentials }): Promise<IssuedTokens | undefined> {
+  const folded = Object.hasOwn(FOLDED_GRANTS, grantType) ? FOLDED_GRANTS[grantType] : undefined;
+  if (!folded || !writesInWith(context.db)) return undefined;
+  const client = clientProof(credentials);
+  return client && folded({ ...context, client });
+}
 
 /** The spec's short name for the device grant is accepted too. */
 const GRANTS: Record<string, Grant> = { ...STANDARD_GRANTS, device_code: deviceCodeGrant };
@@ -35,8 +57,12 @@ export async function tokenRoute(app: FastifyInstance): Promise<void> {
       if (Object.hasOwn(GRANTS, params.grant_type)) grantType = params.grant_type;
       const grant = grantType === 'other' ? undefined : GRANTS[grantType];
       if (!grant) throw new UnsupportedGrantType(`grant_type ${params.grant_type} is not supported`);
-      const client = await authenticateClient(app.database.db, readCredentials(request.headers.authorization, params));
-      const tokens = await grant({ db: app.database.db, params, client, now: Date.now(), origin: request });
+      const db = app.database.db;
+      const credentials = readCredentials(request.headers.authorization, params);
+      const now = Date.now();
+      const tokens =
+        (await foldedGrant(grantType, { db, params, credentials, now })) ??
+        (await grant({ db, params, client: await authenticateClient(db, credentials), now, origin: request }));
       countTokenGrant(grantType, 'success');
       return reply.header('cache-control', 'no-store').header('pragma', 'no-cache').send(tokenResponse(tokens));
     } catch (error) {

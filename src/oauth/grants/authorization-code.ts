@@ -2,12 +2,24 @@ import type { Kysely } from 'kysely';
 import { recordSecurityEvent, type EventOrigin } from '../../accounts/security-events.ts';
 import type { AuthorizationCodesTable, Schema } from '../../db/schema.ts';
 import { uuidv7 } from '../../http/uuid.ts';
-import { exchangeAuthorizationCode, findAuthorizationCode, sessionOfUsedCode } from '../authorization-codes.ts';
+import { exchangeAuthorizationCode, exchangeCheckedAuthorizationCode, findAuthorizationCode, sessionOfUsedCode } from '../authorization-codes.ts';
 import { InvalidGrant } from '../errors.ts';
-import { verifierMatches } from '../pkce.ts';
+import { challengeOf, isCodeVerifier, verifierMatches } from '../pkce.ts';
 import { hashSecret } from '../secrets.ts';
 import { endSession, type IssuedTokens } from '../sessions.ts';
-import { required, type GrantContext } from './context.ts';
+import { required, type FoldedGrantContext, type GrantContext } from './context.ts';
+
+/**
+ * The code exchange with the client's authentication, in one statement where the dialect allows
+ * it; undefined when that did not happen (a check failed, or a parameter is missing or malformed),
+ * and then nothing changed.
+ */
+export async function exchangeForAuthenticatedClient({ db, params, client, now }: FoldedGrantContext): Promise<IssuedTokens | undefined> {
+  const { code, redirect_uri: redirectUri, code_verifier: verifier } = params;
+  if (!code || !redirectUri || !isCodeVerifier(verifier)) return undefined;
+  const exchange = { client, codeHash: hashSecret(code), redirectUri, codeChallenge: challengeOf(verifier), deviceId: params.device_id ?? null, sessionId: uuidv7() };
+  return exchangeCheckedAuthorizationCode(db, exchange, now);
+}
 
 /** grant_type=authorization_code: a single-use code, bound to client, redirect URI and PKCE challenge. */
 export async function authorizationCodeGrant({ db, params, client, now, origin }: GrantContext): Promise<IssuedTokens> {

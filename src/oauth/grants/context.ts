@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { EventOrigin } from '../../accounts/security-events.ts';
 import type { Schema } from '../../db/schema.ts';
-import type { Application } from '../clients.ts';
+import type { Application, ClientProof } from '../clients.ts';
 import { InvalidRequest } from '../errors.ts';
 
 /** What every grant gets: the database, the request's parameters and the authenticated client. */
@@ -12,6 +12,14 @@ export interface GrantContext {
   now: number;
   /** The request, for security events (its IP and logger). */
   origin?: EventOrigin;
+}
+
+/**
+ * What a grant that authenticates the client in its own first statement gets (see
+ * token-endpoint.ts): the client's credentials instead of the authenticated client.
+ */
+export interface FoldedGrantContext extends Omit<GrantContext, 'client' | 'origin'> {
+  client: ClientProof;
 }
 
 export function required(params: GrantContext['params'], name: string): string {

@@ -2,7 +2,16 @@ import { recordSecurityEvent } from '../../accounts/security-events.ts';
 import { InvalidGrant, InvalidScope } from '../errors.ts';
 import { parseScopes } from '../scopes.ts';
 import { findRotatedSession, findSessionByRefreshToken, findSessionOwner, endSession, rotateByRefreshToken, rotateSession, type IssuedTokens } from '../sessions.ts';
-import { required, type GrantContext } from './context.ts';
+import { required, type FoldedGrantContext, type GrantContext } from './context.ts';
+
+/**
+ * The usual refresh (no scope parameter) with the client's authentication, in one statement where
+ * the dialect allows it; undefined when that did not happen, and then nothing changed.
+ */
+export async function rotateForAuthenticatedClient({ db, params, client, now }: FoldedGrantContext): Promise<IssuedTokens | undefined> {
+  if (params.scope !== undefined || !params.refresh_token) return undefined;
+  return rotateByRefreshToken(db, params.refresh_token, client, now);
+}
 
 /**
  * grant_type=refresh_token: rotates both tokens. A refresh token that was already rotated away
@@ -10,11 +19,6 @@ import { required, type GrantContext } from './context.ts';
  */
 export async function refreshTokenGrant({ db, params, client, now, origin }: GrantContext): Promise<IssuedTokens> {
   const refreshToken = required(params, 'refresh_token');
-  // The usual case in one statement where the dialect allows it; anything else below, which tells why.
-  if (params.scope === undefined) {
-    const rotated = await rotateByRefreshToken(db, refreshToken, client.clientId, now);
-    if (rotated) return rotated;
-  }
   const session = await findSessionByRefreshToken(db, refreshToken);
   if (!session) {
     const reusedFrom = await findRotatedSession(db, refreshToken);
