@@ -15,7 +15,8 @@ export interface BatchStatement {
   parameters: readonly unknown[];
 }
 
-export type BatchRequest = { id: number; statements: readonly BatchStatement[] } | { id: number; stop: true };
+/** `autocheckpoint`: the log's length (wal_autocheckpoint) past which this batch's commit checkpoints it. */
+export type BatchRequest = { id: number; statements: readonly BatchStatement[]; autocheckpoint: number } | { id: number; stop: true };
 export type BatchReply = { id: number; error?: { code?: string; message: string } };
 
 if (!parentPort) throw new Error('batch-writer-worker runs as a worker thread (see batch-writer.ts)');
@@ -23,6 +24,7 @@ const port = parentPort;
 const { path } = workerData as BatchWriterData;
 const db = new BetterSqlite3(path, { fileMustExist: true });
 configureWriter(db);
+let autocheckpoint = 1000;
 
 /** The statements of the bulk writes are a small set of texts (a few row counts per column list). */
 const statements = new Map<string, BetterSqlite3.Statement>();
@@ -56,6 +58,7 @@ port.on('message', (request: BatchRequest) => {
   }
   let reply: BatchReply;
   try {
+    if (request.autocheckpoint !== autocheckpoint) db.pragma(`wal_autocheckpoint = ${(autocheckpoint = request.autocheckpoint)}`);
     write(request.statements);
     reply = { id: request.id };
   } catch (error) {

@@ -42,6 +42,8 @@ export class BatchWriter {
   constructor(
     private readonly path: string,
     private readonly connections: Pick<SqliteConnections, 'lock' | 'group' | 'afterWrite'>,
+    /** The writer's wal_autocheckpoint now, which the thread's connection follows. */
+    private readonly autocheckpoint: () => number,
   ) {}
 
   /**
@@ -53,7 +55,7 @@ export class BatchWriter {
     if (this.#closing) throw new BatchWriterUnavailable('the database is closing');
     await this.#acquire();
     try {
-      await this.#send({ id: this.#nextId++, statements });
+      await this.#send({ id: this.#nextId++, statements, autocheckpoint: this.autocheckpoint() });
       this.connections.afterWrite?.();
     } finally {
       this.connections.lock.release();

@@ -95,7 +95,9 @@ function open(target: DatabaseTarget, options: OpenOptions): Database {
     const checkpoints = target.path === ':memory:' ? undefined : new BackgroundCheckpoints(target.path, connection, options);
     if (checkpoints) connections.afterWrite = () => checkpoints.noteWrite();
     // (An in-memory database exists only on its own connection: no thread could write to it.)
-    const batchWriter = target.path === ':memory:' ? undefined : new BatchWriter(target.path, connections);
+    // Its commits checkpoint at the same length of log as the request thread's writer: past 1,000
+    // pages while no checkpoint thread runs, otherwise only as the backstop.
+    const batchWriter = target.path === ':memory:' ? undefined : new BatchWriter(target.path, connections, () => checkpoints?.autocheckpointFrames ?? SQLITE_AUTOCHECKPOINT);
     return {
       db,
       writeBatch: batchWriter && ((statements) => batchWriter.write(statements)),
@@ -202,6 +204,9 @@ function sqliteConnection(path: string, options: { readonly?: boolean } = {}): B
   return connection;
 }
 
+/** SQLite's default for wal_autocheckpoint. */
+const SQLITE_AUTOCHECKPOINT = 1000;
+
 /**
  * A worker thread copies the log back into the database file (see wal-checkpointer.ts), so
  * commits no longer do it, once the database is written to steadily: it starts at the 256th write
@@ -211,6 +216,8 @@ function sqliteConnection(path: string, options: { readonly?: boolean } = {}): B
  */
 class BackgroundCheckpoints {
   static readonly IDLE_MS = 5 * 60_000;
+  /** The log's length, in pages, past which a commit checkpoints it (the batch writer's connection follows it). */
+  autocheckpointFrames = SQLITE_AUTOCHECKPOINT;
   #writes = 0;
   #lastWrite = 0;
   #worker: WalCheckpointer | undefined;
@@ -245,6 +252,7 @@ class BackgroundCheckpoints {
   #start(): void {
     this.#worker = startWalCheckpointer(this.path);
     this.writer.pragma(`wal_autocheckpoint = ${this.#backlogFrames}`);
+    this.autocheckpointFrames = this.#backlogFrames;
     this.#idleCheck = setInterval(() => {
       if (Date.now() - this.#lastWrite > BackgroundCheckpoints.IDLE_MS) void this.#stopWorker();
     }, BackgroundCheckpoints.IDLE_MS / 5).unref();
@@ -256,7 +264,8 @@ class BackgroundCheckpoints {
     this.#worker = undefined;
     this.#writes = 0;
     clearInterval(this.#idleCheck);
-    if (this.writer.open) this.writer.pragma('wal_autocheckpoint = 1000');
+    this.autocheckpointFrames = SQLITE_AUTOCHECKPOINT;
+    if (this.writer.open) this.writer.pragma(`wal_autocheckpoint = ${SQLITE_AUTOCHECKPOINT}`);
     await worker.stop();
   }
 

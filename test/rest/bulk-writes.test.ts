@@ -1,20 +1,23 @@
 /**
  * Bulk POSTs larger than one INSERT (the engine writes INSERT_CHUNK rows a statement and lets the
- * event loop run between two): still all or nothing, answered in the order sent, and reads of
- * other requests are answered while one is being written.
+ * event loop run between two; on SQLite, new objects only are written by the batch writer's thread):
+ * still all or nothing, answered in the order sent, and reads of other requests are answered while
+ * one is being written.
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
+import { BatchWriterUnavailable, type BatchStatement } from '../../src/db/batch-writer.ts';
+import type { Database } from '../../src/db/connection.ts';
 import { bearerAuth } from '../../src/http/bearer-auth.ts';
 import { findAccessToken } from '../../src/oauth/sessions.ts';
 import type { ClassDefinition } from '../../src/rest/definition.ts';
 import { textProperty, uuidProperty } from '../../src/rest/properties.ts';
 import { registerClasses } from '../../src/rest/routes.ts';
 import { INSERT_CHUNK } from '../../src/rest/store.ts';
-import { startServer, type TestServer } from '../helpers/server.ts';
+import { freshDatabase, startServer, type TestServer } from '../helpers/server.ts';
 import { assertError, signIn, type SignedIn } from './fixtures/clients.ts';
 import { Note, createNotesTable } from './fixtures/note.ts';
 
@@ -34,6 +37,8 @@ const Tag: ClassDefinition = {
   onCreate: (caller) => ({ owner_id: caller.userId }),
 };
 
+const onSqlite = !process.env.DATABASE_URL?.startsWith('postgres');
+
 let server: TestServer;
 let client: SignedIn;
 /** POSTs between their handler's start and their answer, and GETs answered meanwhile. */
@@ -47,6 +52,10 @@ async function serve(app: FastifyInstance): Promise<void> {
     .addColumn('label', 'text', (col) => col.notNull().unique())
     .execute();
   await createNotesTable(app.database.db);
+  await serveClasses(app);
+}
+
+async function serveClasses(app: FastifyInstance): Promise<void> {
   await app.register(
     async (api) => {
       const { db } = app.database;
@@ -136,4 +145,119 @@ describe('a bulk POST of more objects than one INSERT holds', () => {
     assert.equal(reply.body.created.length, 1000);
     assert.ok(progress.getsAnsweredDuringPost > 0, 'no GET was answered while the POST was being written');
   });
+});
+
+/** Replaces the server's Database.writeBatch for one test, counting its calls. */
+function withWriteBatch(replace: (original: NonNullable<Database['writeBatch']>) => Database['writeBatch']): { calls: number; restore: () => void } {
+  const database = server.app.database;
+  const original = database.writeBatch!;
+  const replacement = replace(original.bind(database))!;
+  const spy = {
+    calls: 0,
+    restore: () => {
+      database.writeBatch = original;
+    },
+  };
+  database.writeBatch = (statements) => {
+    spy.calls++;
+    return replacement(statements);
+  };
+  return spy;
+}
+
+describe('on SQLite, a bulk POST of new objects through the batch writer thread', { skip: !onSqlite && 'SQLite only: PostgreSQL has no batch writer' }, () => {
+  test('writes them there, in one batch, and answers them as sent', async () => {
+    const spy = withWriteBatch((original) => original);
+    try {
+      const items = Array.from({ length: INSERT_CHUNK * 2 + 1 }, (_, n) => ({ label: `threaded ${n}`, ...(n === 7 && { tagId: randomUUID() }) }));
+      const reply = await client.call('POST', '/v4/tags', { body: items });
+      assert.equal(reply.status, 200, reply.text);
+      assert.equal(spy.calls, 1);
+      assert.deepEqual(
+        reply.body.created.map((tag: any) => tag.label),
+        items.map((item) => item.label),
+      );
+      assert.equal(reply.body.created[7].tagId, items[7]!.tagId);
+      const stored = await client.call('GET', `/v4/tags/${reply.body.created[100].tagId}`);
+      assert.deepEqual(stored.body, reply.body.created[100]);
+    } finally {
+      spy.restore();
+    }
+  });
+
+  test('its last object breaking a unique constraint is 409, and nothing is kept', async () => {
+    const spy = withWriteBatch((original) => original);
+    try {
+      const before = await tagCount();
+      const items = Array.from({ length: INSERT_CHUNK * 5 }, (_, n) => ({ label: `threaded conflict ${n}` }));
+      items.push({ label: 'threaded conflict 3' });
+      assertError(await client.call('POST', '/v4/tags', { body: items }), 409, 'conflict');
+      assert.equal(spy.calls, 1);
+      assert.equal(await tagCount(), before);
+    } finally {
+      spy.restore();
+    }
+  });
+
+  test('with the thread unavailable, the request thread writes them and answers the same', async () => {
+    const spy = withWriteBatch(() => async () => {
+      throw new BatchWriterUnavailable('test: no thread');
+    });
+    try {
+      const items = Array.from({ length: INSERT_CHUNK + 1 }, (_, n) => ({ label: `fallback ${n}` }));
+      const reply = await client.call('POST', '/v4/tags', { body: items });
+      assert.equal(reply.status, 200, reply.text);
+      assert.equal(spy.calls, 1);
+      assert.equal(reply.body.created.length, items.length);
+      const stored = await client.call('GET', `/v4/tags/${reply.body.created[INSERT_CHUNK].tagId}`);
+      assert.equal(stored.body.label, `fallback ${INSERT_CHUNK}`);
+    } finally {
+      spy.restore();
+    }
+  });
+
+  test('an id another request creates between the look-up and the batch: that one is answered as updated', async () => {
+    const racedId = randomUUID();
+    const spy = withWriteBatch((original) => async (statements: readonly BatchStatement[]) => {
+      // Another request creates one of the ids first (its look-up had found none).
+      const raced = await client.call('POST', '/v4/tags', { body: { tagId: racedId, label: 'created meanwhile' } });
+      assert.equal(raced.status, 200, raced.text);
+      return original(statements);
+    });
+    try {
+      const before = await tagCount();
+      const items = Array.from({ length: INSERT_CHUNK + 1 }, (_, n) => ({ label: `raced ${n}`, ...(n === 5 && { tagId: racedId }) }));
+      const reply = await client.call('POST', '/v4/tags', { body: items });
+      assert.equal(reply.status, 200, reply.text);
+      assert.equal(spy.calls, 1);
+      assert.equal(reply.body.created.length, INSERT_CHUNK);
+      assert.deepEqual(reply.body.updated, [{ tagId: racedId, ownerId: client.account.userId, label: 'raced 5' }]);
+      assert.equal(await tagCount(), before + INSERT_CHUNK + 1);
+    } finally {
+      spy.restore();
+    }
+  });
+});
+
+test('closing the server while a bulk POST is being written answers it first, with every object kept', async () => {
+  const database = await freshDatabase();
+  const closing = await startServer({ database, beforeListen: serve });
+  let reopened: TestServer | undefined;
+  try {
+    const caller = await signIn(closing, 'common users:update');
+    progress.postsInHandler = 0;
+    const posted = caller.call('POST', '/v4/notes', { body: Array.from({ length: 1000 }, (_, n) => ({ text: `closing ${n}` })) });
+    while (progress.postsInHandler === 0) await new Promise((resolve) => setTimeout(resolve, 1));
+    const closed = closing.close();
+    const reply = await posted;
+    await closed;
+    assert.equal(reply.status, 200, reply.text);
+    assert.equal(reply.body.created.length, 1000);
+    reopened = await startServer({ database });
+    const { rows } = await sql<{ n: number }>`select count(*) as n from test_notes where body like 'closing %'`.execute(reopened.app.database.db);
+    assert.equal(Number(rows[0]!.n), 1000);
+  } finally {
+    await reopened?.close();
+    await database.drop();
+  }
 });
