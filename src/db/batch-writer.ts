@@ -31,7 +31,7 @@ const IDLE_MS = 60_000;
  */
 export class BatchWriter {
   #worker: Worker | undefined;
-  #pending = new Map<number, { worker: Worker; resolve: () => void; reject: (error: Error) => void }>();
+  #pending = new Map<number, { worker: Worker; resolve: (written: boolean) => void; reject: (error: Error) => void }>();
   #nextId = 0;
   #idleTimer: NodeJS.Timeout | undefined;
   /** stop() was called: no new batch is taken; those asked for before still run. */
@@ -47,16 +47,18 @@ export class BatchWriter {
   ) {}
 
   /**
-   * Runs `statements` in one transaction (BEGIN IMMEDIATE … COMMIT) on the worker's connection.
-   * Rejects with BatchWriteError when SQLite refused one (all rolled back), BatchWriterUnavailable
-   * when the thread is not there to run it (nothing written).
+   * Runs `statements` in one transaction (BEGIN IMMEDIATE … COMMIT) on the worker's connection,
+   * unless one of the SELECTs `unless`, run first in that transaction, answers a row: resolves true
+   * when written, false when not. Rejects with BatchWriteError when SQLite refused a statement (all
+   * rolled back), BatchWriterUnavailable when the thread is not there to run it (nothing written).
    */
-  async write(statements: readonly BatchStatement[]): Promise<void> {
+  async write(statements: readonly BatchStatement[], unless: readonly BatchStatement[] = []): Promise<boolean> {
     if (this.#closing) throw new BatchWriterUnavailable('the database is closing');
     await this.#acquire();
     try {
-      await this.#send({ id: this.#nextId++, statements, autocheckpoint: this.autocheckpoint() });
-      this.connections.afterWrite?.();
+      const written = await this.#send({ id: this.#nextId++, statements, unless, autocheckpoint: this.autocheckpoint() });
+      if (written) this.connections.afterWrite?.();
+      return written;
     } finally {
       this.connections.lock.release();
     }
@@ -88,7 +90,7 @@ export class BatchWriter {
     }
   }
 
-  #send(request: Extract<BatchRequest, { statements: unknown }>): Promise<void> {
+  #send(request: Extract<BatchRequest, { statements: unknown }>): Promise<boolean> {
     if (this.#stopped) return Promise.reject(new BatchWriterUnavailable('the database is closed'));
     let worker: Worker;
     try {
@@ -97,7 +99,7 @@ export class BatchWriter {
       return Promise.reject(new BatchWriterUnavailable(`no batch writer thread: ${String(error)}`));
     }
     clearTimeout(this.#idleTimer);
-    return new Promise<void>((resolve, reject) => {
+    return new Promise<boolean>((resolve, reject) => {
       this.#pending.set(request.id, { worker, resolve, reject });
       // Kept alive while a batch is in flight, not while idle.
       worker.ref();
@@ -124,7 +126,7 @@ export class BatchWriter {
         this.#idleTimer = setTimeout(() => void this.#stopWorker(), IDLE_MS).unref();
       }
       if (reply.error) waiter.reject(new BatchWriteError(reply.error.message, reply.error.code));
-      else waiter.resolve();
+      else waiter.resolve(reply.written === true);
     });
     // A thread that dies (or cannot open the database) fails what it had not answered, as not
     // written: its connection closed with the thread, which rolls back an open transaction. The next

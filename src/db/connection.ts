@@ -37,11 +37,13 @@ export interface Database {
   /**
    * SQLite on a file only: runs `statements` (compiled SQL and their parameters) as one
    * transaction on a thread of their own, so that a bulk write's statements and its commit do not
-   * block the request thread (see batch-writer.ts). Rejects with BatchWriteError (SQLite's code)
-   * when one fails, all undone, or BatchWriterUnavailable when the thread is not there (nothing
-   * written). Undefined elsewhere: PostgreSQL's writes never block the thread.
+   * block the request thread (see batch-writer.ts), unless one of the SELECTs `unless`, run first
+   * in that transaction, answers a row. Resolves true when written, false when not; rejects with
+   * BatchWriteError (SQLite's code) when a statement fails, all undone, or BatchWriterUnavailable
+   * when the thread is not there (nothing written). Undefined elsewhere: PostgreSQL's writes never
+   * block the thread.
    */
-  writeBatch?: (statements: readonly BatchStatement[]) => Promise<void>;
+  writeBatch?: (statements: readonly BatchStatement[], unless?: readonly BatchStatement[]) => Promise<boolean>;
   /** Resolves when the database answers a trivial query. */
   ping(): Promise<void>;
   /** Connections of the pool by state (SQLite: its writer, busy while a transaction is open, and its reader). */
@@ -100,7 +102,7 @@ function open(target: DatabaseTarget, options: OpenOptions): Database {
     const batchWriter = target.path === ':memory:' ? undefined : new BatchWriter(target.path, connections, () => checkpoints?.autocheckpointFrames ?? SQLITE_AUTOCHECKPOINT);
     return {
       db,
-      writeBatch: batchWriter && ((statements) => batchWriter.write(statements)),
+      writeBatch: batchWriter && ((statements, unless) => batchWriter.write(statements, unless)),
       selectArrays: async (text, parameters) => selectArrays(connections.reader, text, parameters),
       selectRows: async (text, parameters) => selectRows(connections.reader, text, parameters),
       // (better-sqlite3 prepares each text once anyway: `prepared` changes nothing here.)

@@ -4,12 +4,6 @@ export function isUniqueViolation(error: unknown): boolean {
   return code === '23505' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || code === 'SQLITE_CONSTRAINT_UNIQUE';
 }
 
-/** True when a query failed on a primary key: SQLite's code; PostgreSQL's default name for the constraint (`<table>_pkey`). */
-export function isPrimaryKeyViolation(error: unknown): boolean {
-  const { code, constraint } = (error ?? {}) as { code?: unknown; constraint?: unknown };
-  return code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || (code === '23505' && typeof constraint === 'string' && constraint.endsWith('_pkey'));
-}
-
 /** True when a query failed on a foreign key (the referenced row is gone), on either database. */
 export function isForeignKeyViolation(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;

@@ -2,7 +2,7 @@ import { sql, type Kysely, type Transaction } from 'kysely';
 import { BatchWriterUnavailable, type BatchStatement } from '../db/batch-writer.ts';
 import type { Database } from '../db/connection.ts';
 import { containsPattern, dialectOf } from '../db/dialect.ts';
-import { isPrimaryKeyViolation, isUniqueViolation } from '../db/errors.ts';
+import { isUniqueViolation } from '../db/errors.ts';
 import { lockKeys } from '../db/locks.ts';
 import type { Schema } from '../db/schema.ts';
 import { ApiError, badRequest, forbidden, notFound } from '../http/errors.ts';
@@ -184,30 +184,29 @@ export class ClassStore {
 
   /**
    * save() of new objects only, more than one INSERT holds, where the database writes batches off
-   * the request thread (SQLite: Database.writeBatch): the ids are looked up outside any transaction,
-   * then every INSERT is written as one batch, while this thread goes on serving other requests.
-   * Answers undefined where that does not apply, and save() takes its usual path: an id that
-   * exists (an update, or 404 when hidden), rows to read back, no thread to write them, or an id
-   * created since the look-up (the batch fails on the primary key, nothing written; the usual path
-   * then sees it as existing).
+   * the request thread (SQLite: Database.writeBatch): the look-up of the ids given and every INSERT
+   * run there as one transaction, while this thread goes on serving other requests. Answers
+   * undefined where that does not apply, and save() takes its usual path: an id that exists (an
+   * update, or 404 when hidden; the batch then writes nothing), rows to read back, or no thread to
+   * write them.
    */
   private async createOffThread(caller: Caller, items: Row[], ids: string[]): Promise<Row[] | undefined> {
     const { writeBatch } = this.database;
     if (!writeBatch || items.length <= INSERT_CHUNK) return undefined;
-    if ((await this.existingIds(this.db, caller, ids)).size > 0) return undefined;
     const rows = items.map((item, index) => {
       const given = item[this.idProperty] as string | undefined;
       return this.newRow(caller, given === undefined ? undefined : normalizeUuid(given), item, index);
     });
     const statements = this.insertStatements(rows);
     if (!statements) return undefined;
+    const params = this.callerParams(caller);
+    const lookups = idLists(ids).map((list) => this.queries.existing.statement(this.db, { ...params, ids: list }));
     try {
-      await writeBatch(statements);
+      return (await writeBatch(statements, lookups)) ? rows : undefined;
     } catch (error) {
-      if (error instanceof BatchWriterUnavailable || isPrimaryKeyViolation(error)) return undefined;
+      if (error instanceof BatchWriterUnavailable) return undefined;
       throw this.writeError(error);
     }
-    return rows;
   }
 
   /**

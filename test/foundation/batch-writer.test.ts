@@ -35,7 +35,7 @@ describe('the SQLite batch writer', { skip: !onSqlite && 'SQLite only' }, () => 
   });
 
   test('writes every statement of a batch, seen by the request thread once it resolves', async () => {
-    await database.writeBatch!([insert('a', 'b'), insert('c')]);
+    assert.equal(await database.writeBatch!([insert('a', 'b'), insert('c')]), true);
     assert.deepEqual(await names(), ['a', 'b', 'c']);
   });
 
@@ -44,6 +44,14 @@ describe('the SQLite batch writer', { skip: !onSqlite && 'SQLite only' }, () => 
     assert.ok(error instanceof BatchWriteError, String(error));
     assert.equal(error.code, 'SQLITE_CONSTRAINT_PRIMARYKEY');
     assert.deepEqual(await names(), ['a', 'b', 'c']);
+  });
+
+  test('writes nothing when a SELECT of `unless` answers a row, checked in the same transaction', async () => {
+    const lookup = (name: string): BatchStatement => ({ sql: 'select name from items where name = ?', parameters: [name] });
+    assert.equal(await database.writeBatch!([insert('u1'), insert('u2')], [lookup('nothing'), lookup('b')]), false);
+    assert.deepEqual(await names(), ['a', 'b', 'c']);
+    assert.equal(await database.writeBatch!([insert('u1')], [lookup('nothing')]), true);
+    assert.deepEqual(await names(), ['a', 'b', 'c', 'u1']);
   });
 
   test('waits for the transactions of an open group commit and runs after them', async () => {

@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
+import BetterSqlite3 from 'better-sqlite3';
 import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import { BatchWriterUnavailable, type BatchStatement } from '../../src/db/batch-writer.ts';
@@ -123,11 +124,15 @@ describe('a bulk POST of more objects than one INSERT holds', () => {
     assert.equal(rows[0]?.temp_store, 2, 'temp_store = MEMORY');
   });
 
-  // SQLite's statements run on the request thread, so this checks that the POST yields between
-  // INSERTs. On PostgreSQL every statement is an asynchronous round trip anyway, and the POST can
-  // finish before any GET does (it did once in CI), so there it would test timing, not the yield.
+  // Where SQLite's statements run on the request thread (without the batch writer's thread), this
+  // checks that the POST yields between INSERTs. On PostgreSQL every statement is an asynchronous
+  // round trip anyway, and the POST can finish before any GET does (it did once in CI), so there it
+  // would test timing, not the yield.
   test('reads of other requests are answered while it is being written', { skip: process.env.DATABASE_URL?.startsWith('postgres') && 'SQLite only: see above' }, async () => {
     const [note] = (await client.call('POST', '/v4/notes', { body: { text: 'read me' } })).body.created;
+    const spy = withWriteBatch(() => async () => {
+      throw new BatchWriterUnavailable('test: the request thread writes');
+    });
     progress.getsAnsweredDuringPost = 0;
     let posting = true;
     const bulk = client
@@ -141,6 +146,8 @@ describe('a bulk POST of more objects than one INSERT holds', () => {
     });
     const reply = await bulk;
     await Promise.all(reads);
+    spy.restore();
+    assert.equal(spy.calls, 1);
     assert.equal(reply.status, 200, reply.text);
     assert.equal(reply.body.created.length, 1000);
     assert.ok(progress.getsAnsweredDuringPost > 0, 'no GET was answered while the POST was being written');
@@ -158,9 +165,9 @@ function withWriteBatch(replace: (original: NonNullable<Database['writeBatch']>)
       database.writeBatch = original;
     },
   };
-  database.writeBatch = (statements) => {
+  database.writeBatch = (statements, unless) => {
     spy.calls++;
-    return replacement(statements);
+    return replacement(statements, unless);
   };
   return spy;
 }
@@ -199,6 +206,52 @@ describe('on SQLite, a bulk POST of new objects through the batch writer thread'
     }
   });
 
+  test('an id that exists: the batch writes nothing, and the request thread answers it as updated', async () => {
+    const [existing] = (await client.call('POST', '/v4/tags', { body: { label: 'exists already' } })).body.created;
+    const spy = withWriteBatch((original) => original);
+    try {
+      const before = await tagCount();
+      const items: object[] = Array.from({ length: INSERT_CHUNK * 2 }, (_, n) => ({ label: `beside an update ${n}` }));
+      items.push({ tagId: existing.tagId, label: 'exists, updated' });
+      const reply = await client.call('POST', '/v4/tags', { body: items });
+      assert.equal(reply.status, 200, reply.text);
+      assert.equal(spy.calls, 1);
+      assert.equal(reply.body.created.length, INSERT_CHUNK * 2);
+      assert.deepEqual(reply.body.updated, [{ tagId: existing.tagId, ownerId: client.account.userId, label: 'exists, updated' }]);
+      assert.equal(await tagCount(), before + INSERT_CHUNK * 2);
+    } finally {
+      spy.restore();
+    }
+  });
+
+  test('reads of other requests are answered while its batch waits for the database', async () => {
+    const [note] = (await client.call('POST', '/v4/notes', { body: { text: 'read me too' } })).body.created;
+    // Another connection holds SQLite's write lock: the batch's BEGIN IMMEDIATE waits for it on
+    // the batch writer's thread (busy_timeout), as it would for a slow commit.
+    const other = new BetterSqlite3((server.config.database as { path: string }).path);
+    other.exec('begin immediate');
+    try {
+      progress.postsInHandler = 0;
+      progress.getsAnsweredDuringPost = 0;
+      let posted = false;
+      const bulk = client.call('POST', '/v4/notes', { body: Array.from({ length: INSERT_CHUNK * 2 }, (_, n) => ({ text: `waiting ${n}` })) }).finally(() => (posted = true));
+      while (progress.postsInHandler === 0) await new Promise((resolve) => setTimeout(resolve, 1));
+      for (let n = 0; n < 5; n++) {
+        const reply = await client.call('GET', `/v4/notes/${note.noteId}`);
+        assert.equal(reply.status, 200, reply.text);
+      }
+      assert.equal(posted, false, 'the POST was answered while the database was locked');
+      assert.equal(progress.getsAnsweredDuringPost, 5);
+      other.exec('commit');
+      const reply = await bulk;
+      assert.equal(reply.status, 200, reply.text);
+      assert.equal(reply.body.created.length, INSERT_CHUNK * 2);
+    } finally {
+      if (other.inTransaction) other.exec('rollback');
+      other.close();
+    }
+  });
+
   test('with the thread unavailable, the request thread writes them and answers the same', async () => {
     const spy = withWriteBatch(() => async () => {
       throw new BatchWriterUnavailable('test: no thread');
@@ -216,13 +269,13 @@ describe('on SQLite, a bulk POST of new objects through the batch writer thread'
     }
   });
 
-  test('an id another request creates between the look-up and the batch: that one is answered as updated', async () => {
+  test('an id another request creates just before the batch runs: the batch writes nothing, and that one is answered as updated', async () => {
     const racedId = randomUUID();
-    const spy = withWriteBatch((original) => async (statements: readonly BatchStatement[]) => {
-      // Another request creates one of the ids first (its look-up had found none).
+    const spy = withWriteBatch((original) => async (statements: readonly BatchStatement[], unless?: readonly BatchStatement[]) => {
+      // Another request creates one of the ids first.
       const raced = await client.call('POST', '/v4/tags', { body: { tagId: racedId, label: 'created meanwhile' } });
       assert.equal(raced.status, 200, raced.text);
-      return original(statements);
+      return original(statements, unless);
     });
     try {
       const before = await tagCount();
