@@ -1,7 +1,7 @@
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import type { BatchReply, BatchRequest, BatchStatement, BatchWriterData } from './batch-writer-worker.ts';
 import type { SqliteConnections } from './sqlite-driver.ts';
-import { workerModule } from './worker-module.ts';
+import { startDbWorker } from './worker-module.ts';
 
 export type { BatchStatement } from './batch-writer-worker.ts';
 
@@ -18,7 +18,6 @@ export class BatchWriteError extends Error {
   }
 }
 
-const WORKER = workerModule('batch-writer-worker');
 /** A thread costs ~8 MiB: it goes after this long without a batch, and comes back with the next. */
 const IDLE_MS = 60_000;
 
@@ -108,15 +107,9 @@ export class BatchWriter {
   }
 
   #start(): Worker {
-    const workerData: BatchWriterData & { entry?: string } = { path: this.path, entry: WORKER.entry };
-    const worker = new Worker(WORKER.url, {
-      workerData,
-      // Its heap holds one batch's parameters (1,000 objects at most) and a few statements.
-      resourceLimits: { maxYoungGenerationSizeMb: 2, maxOldGenerationSizeMb: 32 },
-      stdout: false,
-      stderr: false,
-    });
-    worker.unref();
+    const data: BatchWriterData = { path: this.path };
+    // Its heap holds one batch's parameters (1,000 objects at most) and a few statements.
+    const worker = startDbWorker('batch-writer-worker', data, { maxYoungGenerationSizeMb: 2, maxOldGenerationSizeMb: 32 });
     worker.on('message', (reply: BatchReply) => {
       const waiter = this.#pending.get(reply.id);
       if (!waiter) return;

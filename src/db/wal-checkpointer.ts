@@ -1,6 +1,5 @@
-import { Worker } from 'node:worker_threads';
 import type { CheckpointWorkerData } from './wal-checkpoint-worker.ts';
-import { workerModule } from './worker-module.ts';
+import { startDbWorker } from './worker-module.ts';
 
 /**
  * Copies an SQLite database's write-ahead log back into the database file from a worker thread,
@@ -14,18 +13,10 @@ export interface WalCheckpointer {
   stop(): Promise<void>;
 }
 
-const WORKER = workerModule('wal-checkpoint-worker');
-
 export function startWalCheckpointer(path: string, intervalMs = 100): WalCheckpointer {
-  const workerData: CheckpointWorkerData & { entry?: string } = { path, intervalMs, entry: WORKER.entry };
-  const worker = new Worker(WORKER.url, {
-    workerData,
-    // Its heap holds a few statements' results: keep the thread small.
-    resourceLimits: { maxYoungGenerationSizeMb: 1, maxOldGenerationSizeMb: 16 },
-    stdout: false,
-    stderr: false,
-  });
-  worker.unref();
+  const data: CheckpointWorkerData = { path, intervalMs };
+  // Its heap holds a few statements' results: keep the thread small.
+  const worker = startDbWorker('wal-checkpoint-worker', data, { maxYoungGenerationSizeMb: 1, maxOldGenerationSizeMb: 16 });
   // A worker that cannot open the database (deleted meanwhile) leaves checkpoints to the writer.
   worker.on('error', () => {});
   const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
