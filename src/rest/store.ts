@@ -193,10 +193,17 @@ export class ClassStore {
   private async createOffThread(caller: Caller, items: Row[], ids: string[]): Promise<Row[] | undefined> {
     const { writeBatch } = this.database;
     if (!writeBatch || items.length <= INSERT_CHUNK) return undefined;
-    const rows = items.map((item, index) => {
-      const given = item[this.idProperty] as string | undefined;
-      return this.newRow(caller, given === undefined ? undefined : normalizeUuid(given), item, index);
-    });
+    let rows: Row[];
+    try {
+      rows = items.map((item, index) => {
+        const given = item[this.idProperty] as string | undefined;
+        return this.newRow(caller, given === undefined ? undefined : normalizeUuid(given), item, index);
+      });
+    } catch {
+      // Not every object can be created (a required property missing, say): an update perhaps,
+      // where it is not needed; the usual path tells.
+      return undefined;
+    }
     const statements = this.insertStatements(rows);
     if (!statements) return undefined;
     const params = this.callerParams(caller);

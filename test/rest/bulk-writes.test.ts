@@ -252,6 +252,16 @@ describe('on SQLite, a bulk POST of new objects through the batch writer thread'
     }
   });
 
+  test('an update that leaves out a required property (which only a create needs) is answered as updated', async () => {
+    const [existing] = (await client.call('POST', '/v4/tags', { body: { label: 'kept label' } })).body.created;
+    const items: object[] = Array.from({ length: INSERT_CHUNK + 1 }, (_, n) => ({ label: `beside a partial update ${n}` }));
+    items.push({ tagId: existing.tagId });
+    const reply = await client.call('POST', '/v4/tags', { body: items });
+    assert.equal(reply.status, 200, reply.text);
+    assert.equal(reply.body.created.length, INSERT_CHUNK + 1);
+    assert.deepEqual(reply.body.updated, [existing]);
+  });
+
   test('with the thread unavailable, the request thread writes them and answers the same', async () => {
     const spy = withWriteBatch(() => async () => {
       throw new BatchWriterUnavailable('test: no thread');
