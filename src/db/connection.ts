@@ -4,8 +4,10 @@ import { dirname } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { createQueryId, Kysely, PostgresDialect, sql, type CompiledQuery } from 'kysely';
 import pg from 'pg';
+import { BatchWriter, type BatchStatement } from './batch-writer.ts';
 import type { Schema } from './schema.ts';
 import { CommitGroup, selectArrays, selectRows, SqliteConnectionsDialect, StatementCache, WriteLock, type SqliteConnections } from './sqlite-driver.ts';
+import { configureWriter } from './sqlite-writer-settings.ts';
 import { startWalCheckpointer, type WalCheckpointer } from './wal-checkpointer.ts';
 
 export type DatabaseTarget = { kind: 'sqlite'; path: string } | { kind: 'postgres'; url: string };
@@ -32,6 +34,16 @@ export interface Database {
    * executor, whose driver queues the write on the write lock and its commit group.
    */
   writeRows(query: CompiledQuery, parameters: readonly unknown[], prepared?: boolean): Promise<unknown[]>;
+  /**
+   * SQLite on a file only: runs `statements` (compiled SQL and their parameters) as one
+   * transaction on a thread of their own, so that a bulk write's statements and its commit do not
+   * block the request thread (see batch-writer.ts), unless one of the SELECTs `unless`, run first
+   * in that transaction, answers a row. Resolves true when written, false when not; rejects with
+   * BatchWriteError (SQLite's code) when a statement fails, all undone, or BatchWriterUnavailable
+   * when the thread is not there (nothing written). Undefined elsewhere: PostgreSQL's writes never
+   * block the thread.
+   */
+  writeBatch?: (statements: readonly BatchStatement[], unless?: readonly BatchStatement[]) => Promise<boolean>;
   /** Resolves when the database answers a trivial query. */
   ping(): Promise<void>;
   /** Connections of the pool by state (SQLite: its writer, busy while a transaction is open, and its reader). */
@@ -84,8 +96,13 @@ function open(target: DatabaseTarget, options: OpenOptions): Database {
     const db = new Kysely<Schema>({ dialect: new SqliteConnectionsDialect(connections) });
     const checkpoints = target.path === ':memory:' ? undefined : new BackgroundCheckpoints(target.path, connection, options);
     if (checkpoints) connections.afterWrite = () => checkpoints.noteWrite();
+    // (An in-memory database exists only on its own connection: no thread could write to it.)
+    // Its commits checkpoint at the same length of log as the request thread's writer: past 1,000
+    // pages while no checkpoint thread runs, otherwise only as the backstop.
+    const batchWriter = target.path === ':memory:' ? undefined : new BatchWriter(target.path, connections, () => checkpoints?.autocheckpointFrames ?? SQLITE_AUTOCHECKPOINT);
     return {
       db,
+      writeBatch: batchWriter && ((statements, unless) => batchWriter.write(statements, unless)),
       selectArrays: async (text, parameters) => selectArrays(connections.reader, text, parameters),
       selectRows: async (text, parameters) => selectRows(connections.reader, text, parameters),
       // (better-sqlite3 prepares each text once anyway: `prepared` changes nothing here.)
@@ -109,6 +126,7 @@ function open(target: DatabaseTarget, options: OpenOptions): Database {
         }
       },
       async close() {
+        await batchWriter?.stop();
         await checkpoints?.stop();
         await db.destroy();
       },
@@ -184,26 +202,12 @@ function sqliteConnection(path: string, options: { readonly?: boolean } = {}): B
   }
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
   const connection = new BetterSqlite3(path);
-  connection.pragma('journal_mode = WAL');
-  connection.pragma('synchronous = NORMAL');
-  connection.pragma('foreign_keys = ON');
-  connection.pragma('busy_timeout = 5000');
-  // Room for every page a bulk write changes (a 250-object POST dirties ~650 4 KiB pages; 1,000
-  // objects, the most one POST takes, ~2,600): past the default 2 MiB, SQLite writes pages to the
-  // log before the commit and writes many again at the commit, and reads the indexes' pages back
-  // from the file (measured: 4,300 writes and 1,700 reads a POST with 2 MiB, 2,900 and 200 with 16).
-  // The spill threshold gives a transaction's changed pages that room (up to 16 MiB), while only
-  // 4 MiB of unchanged pages stay cached between transactions: a 16 MiB cache of them was ~10 MiB
-  // of the server's peak RSS over the bench (docs/benchmarks.md, "Issue 21, memory, fourth session").
-  connection.pragma('cache_size = -4096');
-  connection.pragma('cache_spill = 4096');
-  // A multi-row INSERT inside a transaction keeps a statement journal (each page's content before
-  // the statement, to undo it alone). Past 64 KiB SQLite spills it to a temporary file, one write
-  // per page: a 50-row chunk of a bulk POST spilled ~120 pages, about half of a POST's write calls.
-  // In memory it is at most a chunk's pages, dropped at the statement's end.
-  connection.pragma('temp_store = MEMORY');
+  configureWriter(connection);
   return connection;
 }
+
+/** SQLite's default for wal_autocheckpoint. */
+const SQLITE_AUTOCHECKPOINT = 1000;
 
 /**
  * A worker thread copies the log back into the database file (see wal-checkpointer.ts), so
@@ -214,6 +218,8 @@ function sqliteConnection(path: string, options: { readonly?: boolean } = {}): B
  */
 class BackgroundCheckpoints {
   static readonly IDLE_MS = 5 * 60_000;
+  /** The log's length, in pages, past which a commit checkpoints it (the batch writer's connection follows it). */
+  autocheckpointFrames = SQLITE_AUTOCHECKPOINT;
   #writes = 0;
   #lastWrite = 0;
   #worker: WalCheckpointer | undefined;
@@ -248,6 +254,7 @@ class BackgroundCheckpoints {
   #start(): void {
     this.#worker = startWalCheckpointer(this.path);
     this.writer.pragma(`wal_autocheckpoint = ${this.#backlogFrames}`);
+    this.autocheckpointFrames = this.#backlogFrames;
     this.#idleCheck = setInterval(() => {
       if (Date.now() - this.#lastWrite > BackgroundCheckpoints.IDLE_MS) void this.#stopWorker();
     }, BackgroundCheckpoints.IDLE_MS / 5).unref();
@@ -259,7 +266,8 @@ class BackgroundCheckpoints {
     this.#worker = undefined;
     this.#writes = 0;
     clearInterval(this.#idleCheck);
-    if (this.writer.open) this.writer.pragma('wal_autocheckpoint = 1000');
+    this.autocheckpointFrames = SQLITE_AUTOCHECKPOINT;
+    if (this.writer.open) this.writer.pragma(`wal_autocheckpoint = ${SQLITE_AUTOCHECKPOINT}`);
     await worker.stop();
   }
 

@@ -131,6 +131,12 @@ export function reusableQuery<P extends Params, R, F = undefined>(
     }
   }
 
+  /** The statement's text and parameters for these params, not run (e.g. for Database.writeBatch). */
+  execute.statement = function statement(db: Kysely<Schema>, params: P, ...[form]: F extends undefined ? [form?: F] : [form: F]): { sql: string; parameters: unknown[] } {
+    const { compiled, slots } = template(db, params, form as F);
+    return { sql: compiled.sql, parameters: parametersOf(slots, params) };
+  };
+
   /**
    * The rows of a SELECT as arrays of column values, in the order of its select list, outside any
    * transaction: no object per row, which on a long page costs more than the query (see

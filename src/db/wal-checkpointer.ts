@@ -1,5 +1,5 @@
-import { Worker } from 'node:worker_threads';
 import type { CheckpointWorkerData } from './wal-checkpoint-worker.ts';
+import { startDbWorker } from './worker-module.ts';
 
 /**
  * Copies an SQLite database's write-ahead log back into the database file from a worker thread,
@@ -13,25 +13,10 @@ export interface WalCheckpointer {
   stop(): Promise<void>;
 }
 
-/**
- * The worker's module, beside this one and compiled the same way: dist/db/wal-checkpoint-worker.js
- * (its own esbuild entry point) in the built server, where the bundle gives this module the URL it
- * has in dist/; the .ts source under tsx, started through tsx-worker.mjs.
- */
-const UNDER_TSX = import.meta.url.endsWith('.ts');
-const WORKER_URL = new URL(UNDER_TSX ? './tsx-worker.mjs' : './wal-checkpoint-worker.js', import.meta.url);
-const WORKER_ENTRY = UNDER_TSX ? new URL('./wal-checkpoint-worker.ts', import.meta.url).href : undefined;
-
 export function startWalCheckpointer(path: string, intervalMs = 100): WalCheckpointer {
-  const workerData: CheckpointWorkerData & { entry?: string } = { path, intervalMs, entry: WORKER_ENTRY };
-  const worker = new Worker(WORKER_URL, {
-    workerData,
-    // Its heap holds a few statements' results: keep the thread small.
-    resourceLimits: { maxYoungGenerationSizeMb: 1, maxOldGenerationSizeMb: 16 },
-    stdout: false,
-    stderr: false,
-  });
-  worker.unref();
+  const data: CheckpointWorkerData = { path, intervalMs };
+  // Its heap holds a few statements' results: keep the thread small.
+  const worker = startDbWorker('wal-checkpoint-worker', data, { maxYoungGenerationSizeMb: 1, maxOldGenerationSizeMb: 16 });
   // A worker that cannot open the database (deleted meanwhile) leaves checkpoints to the writer.
   worker.on('error', () => {});
   const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));

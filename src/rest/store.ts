@@ -1,4 +1,5 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
+import { BatchWriterUnavailable, type BatchStatement } from '../db/batch-writer.ts';
 import type { Database } from '../db/connection.ts';
 import { containsPattern, dialectOf } from '../db/dialect.ts';
 import { isUniqueViolation } from '../db/errors.ts';
@@ -150,6 +151,8 @@ export class ClassStore {
     const givenIds = new Set(ids);
     const repeated = givenIds.size === ids.length ? undefined : ids.find((id, index) => ids.indexOf(id) !== index);
     if (repeated) throw badRequest(`${idProperty} ${repeated} appears twice in the request`, { [idProperty]: repeated });
+    const written = await this.createOffThread(caller, items, ids);
+    if (written) return { created: written, updated: [] };
     const result = await this.transaction(async (db) => {
       await this.lockIds(db, ids);
       const found = await this.existingIds(db, caller, ids);
@@ -177,6 +180,58 @@ export class ClassStore {
     });
     if (items.length > INSERT_CHUNK) await yieldToEventLoop();
     return result;
+  }
+
+  /**
+   * save() of new objects only, more than one INSERT holds, where the database writes batches off
+   * the request thread (SQLite: Database.writeBatch): the look-up of the ids given and every INSERT
+   * run there as one transaction, while this thread goes on serving other requests. Answers
+   * undefined where that does not apply, and save() takes its usual path: an id that exists (an
+   * update, or 404 when hidden; the batch then writes nothing), rows to read back, or no thread to
+   * write them.
+   */
+  private async createOffThread(caller: Caller, items: Row[], ids: string[]): Promise<Row[] | undefined> {
+    const { writeBatch } = this.database;
+    if (!writeBatch || items.length <= INSERT_CHUNK) return undefined;
+    let rows: Row[];
+    try {
+      rows = items.map((item, index) => {
+        const given = item[this.idProperty] as string | undefined;
+        return this.newRow(caller, given === undefined ? undefined : normalizeUuid(given), item, index);
+      });
+    } catch {
+      // Not every object can be created (a required property missing, say): an update perhaps,
+      // where it is not needed; the usual path tells.
+      return undefined;
+    }
+    const statements = this.insertStatements(rows);
+    if (!statements) return undefined;
+    const params = this.callerParams(caller);
+    const lookups = idLists(ids).map((list) => this.queries.existing.statement(this.db, { ...params, ids: list }));
+    try {
+      return (await writeBatch(statements, lookups)) ? rows : undefined;
+    } catch (error) {
+      if (error instanceof BatchWriterUnavailable) return undefined;
+      throw this.writeError(error);
+    }
+  }
+
+  /**
+   * The INSERTs of `rows`, INSERT_CHUNK rows a statement, when each holds every column the answer
+   * shows as the database stores it and only values that cross to another thread unchanged (see
+   * rowValues); undefined otherwise.
+   */
+  private insertStatements(rows: Row[]): BatchStatement[] | undefined {
+    const columns = Object.keys(rows[0]!);
+    const statements: BatchStatement[] = [];
+    for (let from = 0; from < rows.length; ) {
+      const chunk = rows.slice(from, from + insertSize(rows.length - from));
+      const flat = this.rowValues(chunk, columns);
+      if (!flat || flat.readBack || !flat.plain) return undefined;
+      statements.push(this.queries.insertOnly.statement(this.db, { values: flat.values }, columns));
+      from += chunk.length;
+    }
+    return statements;
   }
 
   /**
@@ -338,24 +393,35 @@ export class ClassStore {
    */
   private async insertChunk(db: Kysely<Schema>, rows: Row[]): Promise<Row[] | undefined> {
     const columns = Object.keys(rows[0]!);
-    const uniform = rows.every((row) => {
-      const keys = Object.keys(row);
-      return keys.length === columns.length && keys.every((key, index) => key === columns[index]);
-    });
-    if (!uniform) return onClassTable(db).insertInto(this.definition.table).values(rows).returning(this.columns).execute();
+    const flat = this.rowValues(rows, columns);
+    if (!flat) return onClassTable(db).insertInto(this.definition.table).values(rows).returning(this.columns).execute();
+    if (flat.readBack) return this.queries.insert(db, { values: flat.values }, columns);
+    await this.queries.insertOnly(db, { values: flat.values }, columns);
+    return undefined;
+  }
+
+  /**
+   * The values of `rows`, flattened in the order of `columns`; undefined when a row's columns are
+   * others. `readBack`: the database does not store them as given (a column the answer shows is
+   * missing, or a lone surrogate, stored as the driver encodes it). `plain`: strings, numbers and
+   * nulls only (a Buffer, say, would reach another thread as a Uint8Array).
+   */
+  private rowValues(rows: Row[], columns: string[]): { values: Value[]; readBack: boolean; plain: boolean } | undefined {
     const values: Value[] = [];
-    // A lone surrogate is stored as the driver encodes it (replacement characters): read such rows back.
     let readBack = !this.columns.every((column) => columns.includes(column));
+    let plain = true;
     for (const row of rows) {
+      const keys = Object.keys(row);
+      if (keys.length !== columns.length || !keys.every((key, index) => key === columns[index])) return undefined;
       for (const column of columns) {
         const value = row[column] as Value;
-        if (typeof value === 'string' && LONE_SURROGATE.test(value)) readBack = true;
+        if (typeof value === 'string') {
+          if (LONE_SURROGATE.test(value)) readBack = true;
+        } else if (value !== null && typeof value !== 'number') plain = false;
         values.push(value);
       }
     }
-    if (readBack) return this.queries.insert(db, { values }, columns);
-    await this.queries.insertOnly(db, { values }, columns);
-    return undefined;
+    return { values, readBack, plain };
   }
 
   private async update(db: Kysely<Schema>, caller: Caller, id: string, body: Row, mode: 'merge' | 'replace'): Promise<Row> {
@@ -385,9 +451,14 @@ export class ClassStore {
     try {
       return await run();
     } catch (error) {
-      if (isUniqueViolation(error)) throw new ApiError(409, `That value is already taken by another ${this.definition.name.toLowerCase()}`);
-      throw error;
+      throw this.writeError(error);
     }
+  }
+
+  /** What a failed write is answered: 409 for a value already taken, the error itself otherwise. */
+  private writeError(error: unknown): unknown {
+    if (isUniqueViolation(error)) return new ApiError(409, `That value is already taken by another ${this.definition.name.toLowerCase()}`);
+    return error;
   }
 
   private transaction<T>(work: (db: Transaction<Schema>) => Promise<T>): Promise<T> {

@@ -196,3 +196,21 @@ describe('the compiled SQLite checkpoint worker (its own bundle, dist/db/wal-che
     }
   });
 });
+
+describe('the compiled SQLite batch writer (its own bundle, dist/db/batch-writer-worker.js)', { skip: process.env.DATABASE_URL?.startsWith('postgres') && 'SQLite only' }, () => {
+  test('writes a batch on its thread', async () => {
+    const { openDatabase } = (await import(join(build, 'db/connection.js'))) as typeof import('../../src/db/connection.ts');
+    const dir = mkdtempSync(join(ROOT, '.scratch', 'batch-'));
+    const sqlite = openDatabase({ kind: 'sqlite', path: join(dir, 'test.db') });
+    try {
+      await sqlite.db.schema.createTable('items').addColumn('name', 'text', (col) => col.primaryKey()).execute();
+      const written = await sqlite.writeBatch!([{ sql: 'insert into items (name) values (?), (?)', parameters: ['one', 'two'] }]);
+      assert.equal(written, true);
+      const rows = await sqlite.db.selectFrom('items' as never).select('name' as never).execute();
+      assert.equal(rows.length, 2);
+    } finally {
+      await sqlite.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

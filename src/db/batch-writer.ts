@@ -1,0 +1,154 @@
+import type { Worker } from 'node:worker_threads';
+import type { BatchReply, BatchRequest, BatchStatement, BatchWriterData } from './batch-writer-worker.ts';
+import type { SqliteConnections } from './sqlite-driver.ts';
+import { startDbWorker } from './worker-module.ts';
+
+export type { BatchStatement } from './batch-writer-worker.ts';
+
+/** The batch writer's thread could not take the batch (it could not start, or stopped): nothing was written. */
+export class BatchWriterUnavailable extends Error {}
+
+/** A batch that SQLite refused, rolled back: `code` is SQLite's (e.g. SQLITE_CONSTRAINT_UNIQUE). */
+export class BatchWriteError extends Error {
+  constructor(
+    message: string,
+    readonly code: string | undefined,
+  ) {
+    super(message);
+  }
+}
+
+/** A thread costs ~8 MiB: it goes after this long without a batch, and comes back with the next. */
+const IDLE_MS = 60_000;
+
+/**
+ * Writes batches of statements to an SQLite database atomically on a worker thread with its own
+ * write connection, so that their INSERTs and their COMMIT (for a 250-object POST, ~1,300 log write
+ * calls) no longer block the thread that answers requests: its reads go on meanwhile (WAL). The
+ * request thread's write lock is held for each batch, after any open group commit has committed,
+ * so no other transaction of this process interleaves with it.
+ */
+export class BatchWriter {
+  #worker: Worker | undefined;
+  #pending = new Map<number, { worker: Worker; resolve: (written: boolean) => void; reject: (error: Error) => void }>();
+  #nextId = 0;
+  #idleTimer: NodeJS.Timeout | undefined;
+  /** stop() was called: no new batch is taken; those asked for before still run. */
+  #closing = false;
+  /** stop() has the lock: no thread starts any more. */
+  #stopped = false;
+
+  constructor(
+    private readonly path: string,
+    private readonly connections: Pick<SqliteConnections, 'lock' | 'group' | 'afterWrite'>,
+    /** The writer's wal_autocheckpoint now, which the thread's connection follows. */
+    private readonly autocheckpoint: () => number,
+  ) {}
+
+  /**
+   * Runs `statements` in one transaction (BEGIN IMMEDIATE … COMMIT) on the worker's connection,
+   * unless one of the SELECTs `unless`, run first in that transaction, answers a row: resolves true
+   * when written, false when not. Rejects with BatchWriteError when SQLite refused a statement (all
+   * rolled back), BatchWriterUnavailable when the thread is not there to run it (nothing written).
+   */
+  async write(statements: readonly BatchStatement[], unless: readonly BatchStatement[] = []): Promise<boolean> {
+    if (this.#closing) throw new BatchWriterUnavailable('the database is closing');
+    await this.#acquire();
+    try {
+      const written = await this.#send({ id: this.#nextId++, statements, unless, autocheckpoint: this.autocheckpoint() });
+      if (written) this.connections.afterWrite?.();
+      return written;
+    } finally {
+      this.connections.lock.release();
+    }
+  }
+
+  /** Waits for the batch in flight, then stops the thread; later batches are BatchWriterUnavailable. */
+  async stop(): Promise<void> {
+    this.#closing = true;
+    const { lock } = this.connections;
+    await lock.acquire();
+    try {
+      this.#stopped = true;
+      clearTimeout(this.#idleTimer);
+      await this.#stopWorker();
+    } finally {
+      lock.release();
+    }
+  }
+
+  /** The write lock, with no group commit open (a pending group commits first). */
+  async #acquire(): Promise<void> {
+    const { lock, group } = this.connections;
+    for (;;) {
+      await lock.acquire();
+      if (!group.open) return;
+      lock.release();
+      // (A group that fails rejects its own members; this batch only waits for it to end.)
+      await group.committed().catch(() => {});
+    }
+  }
+
+  #send(request: Extract<BatchRequest, { statements: unknown }>): Promise<boolean> {
+    if (this.#stopped) return Promise.reject(new BatchWriterUnavailable('the database is closed'));
+    let worker: Worker;
+    try {
+      worker = this.#worker ?? this.#start();
+    } catch (error) {
+      return Promise.reject(new BatchWriterUnavailable(`no batch writer thread: ${String(error)}`));
+    }
+    clearTimeout(this.#idleTimer);
+    return new Promise<boolean>((resolve, reject) => {
+      this.#pending.set(request.id, { worker, resolve, reject });
+      // Kept alive while a batch is in flight, not while idle.
+      worker.ref();
+      worker.postMessage(request);
+    });
+  }
+
+  #start(): Worker {
+    const data: BatchWriterData = { path: this.path };
+    // Its heap holds one batch's parameters (1,000 objects at most) and a few statements.
+    const worker = startDbWorker('batch-writer-worker', data, { maxYoungGenerationSizeMb: 2, maxOldGenerationSizeMb: 32 });
+    worker.on('message', (reply: BatchReply) => {
+      const waiter = this.#pending.get(reply.id);
+      if (!waiter) return;
+      this.#pending.delete(reply.id);
+      if (this.#pending.size === 0) {
+        worker.unref();
+        this.#idleTimer = setTimeout(() => void this.#stopWorker(), IDLE_MS).unref();
+      }
+      if (reply.error) waiter.reject(new BatchWriteError(reply.error.message, reply.error.code));
+      else waiter.resolve(reply.written === true);
+    });
+    // A thread that dies (or cannot open the database) fails what it had not answered, as not
+    // written: its connection closed with the thread, which rolls back an open transaction. The next
+    // batch starts a new thread.
+    const lost = (reason: string) => {
+      if (this.#worker === worker) this.#worker = undefined;
+      for (const [id, waiter] of this.#pending) {
+        if (waiter.worker !== worker) continue;
+        this.#pending.delete(id);
+        waiter.reject(new BatchWriterUnavailable(`the batch writer thread stopped: ${reason}`));
+      }
+    };
+    worker.on('error', (error) => lost(String(error)));
+    worker.on('exit', (code) => lost(`exit code ${code}`));
+    this.#worker = worker;
+    return worker;
+  }
+
+  async #stopWorker(): Promise<void> {
+    const worker = this.#worker;
+    // Only an idle thread is stopped (stop() holds the write lock, the idle timer runs between batches).
+    if (!worker || this.#pending.size > 0) return;
+    this.#worker = undefined;
+    worker.ref();
+    const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
+    worker.postMessage({ id: this.#nextId++, stop: true } satisfies BatchRequest);
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([exited, new Promise((resolve) => (timer = setTimeout(resolve, 2000)))]);
+    clearTimeout(timer);
+    await worker.terminate();
+  }
+}

@@ -1,0 +1,113 @@
+/**
+ * SQLite (issue 21): batches of writes run on a thread of their own (src/db/batch-writer.ts), as one
+ * transaction each, under the request thread's write lock, and survive the loss of that thread.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import BetterSqlite3 from 'better-sqlite3';
+import { sql } from 'kysely';
+import { BatchWriterUnavailable, BatchWriteError, type BatchStatement } from '../../src/db/batch-writer.ts';
+import { openDatabase, type Database } from '../../src/db/connection.ts';
+
+const onSqlite = !process.env.DATABASE_URL?.startsWith('postgres');
+
+/** One INSERT of `names` into the test table. */
+const insert = (...names: string[]): BatchStatement => ({ sql: `insert into items (name) values ${names.map(() => '(?)').join(', ')}`, parameters: names });
+
+describe('the SQLite batch writer', { skip: !onSqlite && 'SQLite only' }, () => {
+  let dir: string;
+  let path: string;
+  let database: Database;
+  const names = async () => (await sql<{ name: string }>`select name from items order by rowid`.execute(database.db)).rows.map((row) => row.name);
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'svc-batch-'));
+    path = join(dir, 'test.db');
+    database = openDatabase({ kind: 'sqlite', path });
+    await sql`create table items (name text primary key)`.execute(database.db);
+  });
+  after(async () => {
+    await database.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('writes every statement of a batch, seen by the request thread once it resolves', async () => {
+    assert.equal(await database.writeBatch!([insert('a', 'b'), insert('c')]), true);
+    assert.deepEqual(await names(), ['a', 'b', 'c']);
+  });
+
+  test('a statement that fails undoes the whole batch and answers SQLite’s code', async () => {
+    const error = await database.writeBatch!([insert('d', 'e'), insert('f'), insert('a')]).catch((caught) => caught);
+    assert.ok(error instanceof BatchWriteError, String(error));
+    assert.equal(error.code, 'SQLITE_CONSTRAINT_PRIMARYKEY');
+    assert.deepEqual(await names(), ['a', 'b', 'c']);
+  });
+
+  test('writes nothing when a SELECT of `unless` answers a row, checked in the same transaction', async () => {
+    const lookup = (name: string): BatchStatement => ({ sql: 'select name from items where name = ?', parameters: [name] });
+    assert.equal(await database.writeBatch!([insert('u1'), insert('u2')], [lookup('nothing'), lookup('b')]), false);
+    assert.deepEqual(await names(), ['a', 'b', 'c']);
+    assert.equal(await database.writeBatch!([insert('u1')], [lookup('nothing')]), true);
+    assert.deepEqual(await names(), ['a', 'b', 'c', 'u1']);
+  });
+
+  test('waits for the transactions of an open group commit and runs after them', async () => {
+    // The transaction joins a group whose COMMIT comes at the end of the turn; the batch is asked for meanwhile.
+    let written!: () => void;
+    const inGroup = new Promise<void>((resolve) => (written = resolve));
+    const transaction = database.db.transaction().execute(async (trx) => {
+      await sql`insert into items (name) values ('g')`.execute(trx);
+      written();
+    });
+    await inGroup;
+    const batch = database.writeBatch!([insert('h')]);
+    await Promise.all([transaction, batch]);
+    assert.deepEqual((await names()).slice(-2), ['g', 'h']);
+  });
+
+  test('a write of the request thread asked for during a batch waits for it', async () => {
+    const batch = database.writeBatch!([insert(...Array.from({ length: 500 }, (_, n) => `batch ${n}`))]);
+    const lone = sql`insert into items (name) values ('after the batch')`.execute(database.db);
+    await Promise.all([batch, lone]);
+    assert.deepEqual((await names()).slice(-2), ['batch 499', 'after the batch']);
+  });
+
+  test('a thread that dies fails its batch as not written, and the next batch gets a new thread', async () => {
+    // A million objects as parameters: past the thread's heap limit (32 MiB), it runs out of memory and stops.
+    const error = await database.writeBatch!([insert('lost'), { sql: 'select ?', parameters: Array.from({ length: 1_000_000 }, (_, n) => ({ n })) }]).catch((caught) => caught);
+    assert.ok(error instanceof BatchWriterUnavailable, String(error));
+    assert.ok(!(await names()).includes('lost'));
+    await database.writeBatch!([insert('after the loss')]);
+    assert.equal((await names()).at(-1), 'after the loss');
+  });
+
+  test('closing lets a batch in flight finish, then refuses new ones', async () => {
+    const dir2 = mkdtempSync(join(tmpdir(), 'svc-batch-'));
+    const path2 = join(dir2, 'test.db');
+    const closing = openDatabase({ kind: 'sqlite', path: path2 });
+    await sql`create table items (name text primary key)`.execute(closing.db);
+    const inFlight = closing.writeBatch!(Array.from({ length: 20 }, (_, chunk) => insert(...Array.from({ length: 50 }, (_, n) => `${chunk}/${n}`))));
+    const closed = closing.close();
+    await inFlight;
+    await closed;
+    await assert.rejects(closing.writeBatch!([insert('too late')]), BatchWriterUnavailable);
+    const check = new BetterSqlite3(path2, { readonly: true });
+    assert.equal((check.prepare('select count(*) as n from items').get() as { n: number }).n, 1000);
+    check.close();
+    rmSync(dir2, { recursive: true, force: true });
+  });
+});
+
+test('an in-memory SQLite database, and PostgreSQL, have no batch writer', async () => {
+  const memory = openDatabase({ kind: 'sqlite', path: ':memory:' });
+  assert.equal(memory.writeBatch, undefined);
+  await memory.close();
+  if (!onSqlite) {
+    const postgres = openDatabase({ kind: 'postgres', url: process.env.DATABASE_URL! });
+    assert.equal(postgres.writeBatch, undefined);
+    await postgres.close();
+  }
+});
