@@ -206,7 +206,12 @@ try {
   for (const name of wanted) {
     const parts = serversOf(name).map(([label]) => `${label} ${median(perRound.get(`${name}\t${label}`) ?? [NaN]).toFixed(1)}`);
     const [beforeUs, serviceUs] = [perRound.get(`${name}\tbefore`), perRound.get(`${name}\tservice`)];
-    const change = beforeUs && serviceUs ? ` (service − before: ${(median(serviceUs) - median(beforeUs)).toFixed(1)})` : '';
+    // Rounds pair the builds in time, so the median of the per-round differences moves less with the
+    // machine's load than the difference of the medians.
+    const paired = beforeUs && serviceUs ? serviceUs.map((us, index) => us - beforeUs[index]!) : [];
+    const change = paired.length
+      ? ` (service − before: ${(median(serviceUs!) - median(beforeUs!)).toFixed(1)}; per round, median ${median(paired).toFixed(1)}, service cheaper in ${paired.filter((us) => us < 0).length} of ${paired.length})`
+      : '';
     console.log(`  ${name}: ${parts.join(' | ')}${change}`);
   }
 } finally {
