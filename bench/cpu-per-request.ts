@@ -10,6 +10,11 @@
 // others with the first. On a shared machine req/s ratios move a
 // lot between runs; the CPU time per request moves much less and is what a change to the
 // per-request work changes. Linux only (/proc).
+// Two builds are compared fairly: the data is made by a server process of its own (dist/), which
+// is stopped before either measured build starts, and the builds take turns going first: in odd
+// rounds `before` is measured first in every case, in even rounds the service. (Measuring
+// `before` first every time favoured it in 13 of 14 comparisons.) Use an even --rounds. The last
+// lines give each build's median per case and the difference.
 // With --database, PostgreSQL shares the cores, so its CPU per request counts too: each server's
 // connections carry an application_name of their own (PGAPPNAME), and the CPU its backends used
 // over the same window (from /proc of the backends pg_stat_activity names) is shown as "pg µs".
@@ -108,11 +113,21 @@ try {
     RATE_LIMIT_V4: '1000000000',
     LOG_LEVEL: 'info',
   };
-  const service = await startServer('dist/server.js', env, '/healthz');
+  // The data is made through a server of its own, stopped before the measured ones start, so
+  // neither measured build has warmed its caches or its JIT on it.
+  const maker = await startServer('dist/server.js', env, '/healthz');
+  let legacy: Awaited<ReturnType<typeof legacyData>> | undefined;
+  let projectId = '';
+  try {
+    // The v1 data only for the cases that read it (the token grants need none).
+    legacy = wanted.some((name) => name !== 'refresh' && name !== 'code') ? await legacyData(maker.url, workshop, 10_000) : undefined;
+    projectId = wanted.includes('v4project') ? await projects(maker.url, secrets.accessToken, 300) : '';
+  } finally {
+    await maker.stop();
+  }
+  // Both builds start together: neither gets the quieter moment or the lower pid.
+  const [service, earlier] = await Promise.all([startServer('dist/server.js', env, '/healthz'), values.before ? startServer(values.before, env, '/healthz') : undefined]);
   running.push(service);
-  // The v1 data only for the cases that read it (the token grants need none).
-  const legacy = wanted.some((name) => name !== 'refresh' && name !== 'code') ? await legacyData(service.url, workshop, 10_000) : undefined;
-  const earlier = values.before ? await startServer(values.before, env, '/healthz') : undefined;
   const grants = wanted.includes('refresh') || wanted.includes('code');
   const tokenFloor = schema && grants ? await startServer('./bench/token-floor-pg-server.ts', { DATABASE_URL: databaseUrl }, '/') : undefined;
   if (tokenFloor) running.push(tokenFloor);
@@ -123,7 +138,6 @@ try {
   const floorBearer = v4 ? await startProcess('./bench/floor-server.ts', { FLOOR_BEARER_DATABASE: databaseUrl }, FLOOR_PATH) : undefined;
   if (floorBearer) running.push(floorBearer);
   const bearer = { authorization: `Bearer ${secrets.accessToken}` };
-  const projectId = wanted.includes('v4project') ? await projects(service.url, secrets.accessToken, 300) : '';
   const probe = await fetch(`${service.url}/v1/engram.php`);
   await probe.arrayBuffer();
   const cases: Record<string, Load> = {
@@ -148,8 +162,14 @@ try {
     },
     '304': { path: '/v1/engram.php', headers: { 'if-none-match': probe.headers.get('etag') ?? '"none"', 'accept-encoding': 'br, gzip' }, expectStatus: 304 },
   };
-  const servers: Array<[string, Running]> = [...(earlier ? ([['before', earlier]] as Array<[string, Running]>) : []), ['service', service]];
-  const serversOf = (name: string): Array<[string, Running]> => (tokenFloor && (name === 'refresh' || name === 'code') ? [['token floor', tokenFloor], ...servers] : servers);
+  const builds: Array<[string, Running]> = [...(earlier ? ([['before', earlier]] as Array<[string, Running]>) : []), ['service', service]];
+  /** The servers of a case in the order of this round: the builds take turns going first. */
+  const serversOf = (name: string, round = 1): Array<[string, Running]> => {
+    const ordered = round % 2 === 1 ? builds : [...builds].reverse();
+    return tokenFloor && (name === 'refresh' || name === 'code') ? [['token floor', tokenFloor], ...ordered] : ordered;
+  };
+  /** µs of server CPU per request, by case and server label, one figure per round. */
+  const perRound = new Map<string, number[]>();
   // Warm-up: every server JIT-compiles its paths before anything is counted.
   await measure(floor.url, { path: FLOOR_PATH }, { seconds: 1, connections });
   if (floorBearer) await measure(floorBearer.url, { path: FLOOR_PATH, headers: bearer }, { seconds: 1, connections });
@@ -165,8 +185,10 @@ try {
     for (const name of wanted) {
       const reference = name.startsWith('v4') && withBearer ? withBearer : plain;
       const parts: string[] = [];
-      for (const [label, server] of serversOf(name)) {
+      for (const [label, server] of serversOf(name, round)) {
         const figures = await measureCpu(server, cases[name]!);
+        const key = `${name}\t${label}`;
+        perRound.set(key, [...(perRound.get(key) ?? []), figures.cpuUs]);
         const ratio = (figures.requestsPerSecond / reference.requestsPerSecond).toFixed(2);
         // The reference's CPU per request over ours: what the req/s ratio would be on a machine where CPU is the bound.
         const cpuRatio = (reference.cpuUs / Math.max(1, figures.cpuUs)).toFixed(2);
@@ -174,6 +196,23 @@ try {
       }
       console.log(`  ${name}: ${parts.join(' | ')}`);
     }
+  }
+  const median = (figures: number[]) => {
+    const sorted = [...figures].sort((a, b) => a - b);
+    const middle = Math.floor(sorted.length / 2);
+    return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+  };
+  console.log(`medians over ${values.rounds} rounds, µs of server CPU per request${earlier ? ' (the builds alternated going first)' : ''}:`);
+  for (const name of wanted) {
+    const parts = serversOf(name).map(([label]) => `${label} ${median(perRound.get(`${name}\t${label}`) ?? [NaN]).toFixed(1)}`);
+    const [beforeUs, serviceUs] = [perRound.get(`${name}\tbefore`), perRound.get(`${name}\tservice`)];
+    // Rounds pair the builds in time, so the median of the per-round differences moves less with the
+    // machine's load than the difference of the medians.
+    const paired = beforeUs && serviceUs ? serviceUs.map((us, index) => us - beforeUs[index]!) : [];
+    const change = paired.length
+      ? ` (service − before: ${(median(serviceUs!) - median(beforeUs!)).toFixed(1)}; per round, median ${median(paired).toFixed(1)}, service cheaper in ${paired.filter((us) => us < 0).length} of ${paired.length})`
+      : '';
+    console.log(`  ${name}: ${parts.join(' | ')}${change}`);
   }
 } finally {
   for (const server of running) await server.stop();

@@ -1,8 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { registerAjvFormats, type TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import compress from '@fastify/compress';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { constants as zlibConstants } from 'node:zlib';
 import type { Redis } from 'ioredis';
 import type { DestinationStream } from 'pino';
 import { classes } from './classes/index.ts';
@@ -11,6 +9,7 @@ import { openDatabase, type Database } from './db/connection.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { Purger } from './db/purge.ts';
 import { ensureSearchIndexes } from './db/search-indexes.ts';
+import { answerHeadersPlugin } from './http/answer-headers.ts';
 import { apiErrorForThrown, installErrorModel, sendError } from './http/error-handler.ts';
 import { installInputGuard, NODE_HEAD_LIMIT } from './http/input-guard.ts';
 import { answerClientError, answerConnect, answerUnknownExpectation } from './http/raw-errors.ts';
@@ -138,34 +137,15 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     if (redis) await redis.quit().catch(() => redis.disconnect());
   });
 
-  // A request in flight when close() starts ends its connection with its answer: otherwise a
-  // keep-alive client holds the server (and a graceful shutdown) open until its idle timeout.
-  let closing = false;
-  app.addHook('preClose', async () => {
-    closing = true;
-  });
-  app.addHook('onSend', (request, reply, payload, done) => {
-    reply.header('x-request-id', request.id);
-    reply.header('x-content-type-options', 'nosniff');
-    // An answer to a request carrying credentials (a v4 token, a v1 signature) is the caller's own.
-    if (request.headers.authorization !== undefined || request.headers['x-service-token'] !== undefined) reply.header('cache-control', 'no-store');
-    if (closing) reply.header('connection', 'close');
-    done(null, payload);
-  });
+  // The headers every answer carries, and answers over 1 KiB in br or gzip when the client accepts
+  // it (compressible types; routes with precompressed bodies opt out: the engram lists), in one
+  // onSend hook (src/http/answer-headers.ts).
+  await app.register(answerHeadersPlugin, { threshold: 1024, encodings: ['br', 'gzip'], brotliQuality: 4 });
   app.server.on('checkExpectation', answerUnknownExpectation);
   app.server.on('connect', answerConnect);
   installInputGuard(app);
 
   installErrorModel(app);
-  // Answers over 1 KiB in br or gzip when the client accepts it. Compressible types only (not the
-  // octet-stream documents); routes with precompressed bodies opt out (the engram lists). Request
-  // bodies are never inflated: the body limits stay limits on what arrives.
-  await app.register(compress, {
-    threshold: 1024,
-    encodings: ['br', 'gzip'],
-    globalDecompression: false,
-    brotliOptions: { params: { [zlibConstants.BROTLI_PARAM_QUALITY]: 4 } },
-  });
   await metricsEndpoint(app);
   await app.register(mail, options.mail ?? {});
   await openApi(app);

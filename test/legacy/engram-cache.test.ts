@@ -1,31 +1,15 @@
 import assert from 'node:assert/strict';
-import { request as httpRequest } from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { freshDatabase, startServer, type TestDatabase, type TestServer } from '../helpers/server.ts';
+import { rawRequest, type RawReply } from '../helpers/raw-http.ts';
 import { confirmedMod, registerUser, signed } from '../helpers/v1.ts';
 import type { TestUser } from '../helpers/keys.ts';
 import { FakeWorkshop } from '../helpers/workshop.ts';
 
-interface RawReply {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  /** The bytes as sent, not decoded. */
-  bytes: Buffer;
-}
-
-/** A request through node:http, which (unlike fetch) neither adds Accept-Encoding nor decodes. */
+/** A request to `server` as node:http sends it: no Accept-Encoding added, nothing decoded. */
 function raw(server: TestServer, path: string, headers: Record<string, string> = {}, method = 'GET'): Promise<RawReply> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(server.url + path, { method, headers }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, bytes: Buffer.concat(chunks) }));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end();
-  });
+  return rawRequest(server.url, path, headers, method);
 }
 
 const workshop = new FakeWorkshop();
