@@ -80,14 +80,13 @@ export class EngramLists {
     const identity: Buffer[] = [];
     const hash = createHash('sha256');
     let length = 0;
-    const add = (text: string) => {
-      const chunk = Buffer.from(text);
+    const add = (chunk: Buffer) => {
       identity.push(chunk);
       hash.update(chunk);
       length += chunk.length;
     };
-    for await (const rows of streamEngrams(this.db(), modIds)) add((identity.length === 0 ? '[' : ',') + rows.map((row) => engramJson(this.config, row)).join(','));
-    add(identity.length === 0 ? '[]' : ']');
+    for await (const rows of streamEngrams(this.db(), modIds)) add(jsonChunk(identity.length === 0 ? '[' : ',', rows.map((row) => engramJson(this.config, row))));
+    add(Buffer.from(identity.length === 0 ? '[]' : ']'));
     const tag = hash.digest('base64url').slice(0, 27);
     if (length < COMPRESSION_THRESHOLD) return { version, tag, identity, length };
     const [br, gz] = await Promise.all([
@@ -110,6 +109,22 @@ export class EngramLists {
     ]);
     return { version, tag, identity, length, br, gzip: gz };
   }
+}
+
+/**
+ * `prefix` and the items joined by commas, written straight into one buffer: joining them first
+ * made a string of the chunk's size, which V8 keeps in its large-object space until a full GC.
+ */
+function jsonChunk(prefix: string, items: readonly string[]): Buffer {
+  let length = prefix.length + items.length - 1;
+  for (const item of items) length += Buffer.byteLength(item);
+  const chunk = Buffer.allocUnsafeSlow(length);
+  let at = chunk.write(prefix, 0, 'latin1');
+  for (let i = 0; i < items.length; i++) {
+    if (i > 0) chunk[at++] = 0x2c; // ','
+    at += chunk.write(items[i]!, at);
+  }
+  return chunk;
 }
 
 /** A list's identity body as a stream of its chunks, which share the cached buffers (no copy). */
