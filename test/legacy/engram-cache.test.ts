@@ -294,7 +294,12 @@ describe('a list built from several chunks of rows', () => {
     const modC = (await confirmedMod(first, workshop, owner)).mod_id;
     // More than one chunk of 1,000 rows, labels of two-, three- and four-byte characters.
     const items = Array.from({ length: 1234 }, () => ({ ...engram(modC), label: `Étoile ☃ ${serial} 🦖` }));
-    await addEngrams(first, owner, items);
+    const answer = await addEngrams(first, owner, items);
+    // The POST's own answer, written into one buffer from the engrams' JSON, holds every label whole.
+    assert.deepEqual(
+      answer.map((item) => item.label),
+      items.map((item) => item.label),
+    );
     const { bytes, engrams } = await list(first, `?mod_id=${modC}`);
     assert.equal(engrams.length, items.length);
     assert.deepEqual(new Set(engrams.map((item) => item.label)), new Set(items.map((item) => item.label)));
