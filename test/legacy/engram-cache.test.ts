@@ -295,7 +295,7 @@ describe('a list built from several chunks of rows', () => {
     // More than one chunk of 1,000 rows, labels of two-, three- and four-byte characters.
     const items = Array.from({ length: 1234 }, () => ({ ...engram(modC), label: `Étoile ☃ ${serial} 🦖` }));
     const answer = await addEngrams(first, owner, items);
-    // The POST's own answer, written into one buffer from the engrams' JSON, holds every label whole.
+    // The POST's own answer holds every label whole, in the order written.
     assert.deepEqual(
       answer.map((item) => item.label),
       items.map((item) => item.label),
