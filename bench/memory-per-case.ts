@@ -1,8 +1,9 @@
 // npx tsx bench/memory-per-case.ts [--seconds 2] [--rounds 2] [label='<node flags>' …]
 //
 // Where the server's RSS goes over the standard bench sequence (SQLite), for server variants that
-// differ in node flags or environment variables (e.g. base='' capped='--max-old-space-size=512'
-// arenas='MALLOC_ARENA_MAX=2'), run in turn each round on a
+// differ in node flags, environment variables or build (e.g. base='' capped='--max-old-space-size=512'
+// arenas='MALLOC_ARENA_MAX=2' main='../main-build/dist/server.js'; a word ending in .js names the
+// server's bundle, dist/server.js unless given), run in turn each round on a
 // fresh database. Per step (making the data, each case, the first build of the engram list): RSS
 // after it, the run's peak so far (VmHWM), how far RSS rose above where the step started (VmHWM is
 // reset before each step through /proc/<pid>/clear_refs), and server CPU µs per request. The flags
@@ -26,10 +27,12 @@ const seconds = Number(values.seconds);
 const variants = (positionals.length ? positionals : ['service=']).map((arg) => {
   const words = arg.slice(arg.indexOf('=') + 1).split(' ').filter(Boolean);
   const isEnv = (word: string) => /^[A-Z_][A-Z0-9_]*=/.test(word);
+  const isEntry = (word: string) => word.endsWith('.js');
   return {
+    entry: words.find(isEntry) ?? 'dist/server.js',
     label: arg.slice(0, arg.indexOf('=')),
     env: Object.fromEntries(words.filter(isEnv).map((word) => [word.slice(0, word.indexOf('=')), word.slice(word.indexOf('=') + 1)])),
-    flags: words.filter((word) => !isEnv(word)),
+    flags: words.filter((word) => !isEnv(word) && !isEntry(word)),
   };
 });
 
@@ -58,7 +61,7 @@ for (let round = 0; round < Number(values.rounds); round++) {
     const workshop = await new FakeWorkshop().start();
     const secrets = await mintSecrets(databaseUrl, Math.max(5000, seconds * 4000));
     const env = { ...start.env, DATABASE_URL: databaseUrl, BASE_URL: `https://${BENCH_HOST}`, WORKSHOP_URL: workshop.template, RATE_LIMIT_V1: '1000000000', RATE_LIMIT_V4: '1000000000', LOG_LEVEL: 'info', ...variant.env };
-    const server = await startProcess('dist/server.js', env, '/healthz', [...start.flags, ...variant.flags]);
+    const server = await startProcess(variant.entry, env, '/healthz', [...start.flags, ...variant.flags]);
     const steps = results.get(variant.label) ?? new Map<string, Step[]>();
     results.set(variant.label, steps);
     let stepStart = 0;

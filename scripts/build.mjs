@@ -50,8 +50,11 @@ const common = {
   // Native addons, and packages that read files beside their own code (swagger-ui's assets), stay
   // in node_modules; pg-native is an optional peer of pg that the service does not use.
   // The password dictionaries (zxcvbn-ts, several MiB) are loaded on the first password set, not
-  // parsed with the bundle at every start.
-  external: ['better-sqlite3', '@node-rs/argon2', '@fastify/swagger-ui', 'pg-native', '@zxcvbn-ts/*'],
+  // parsed with the bundle at every start. So are the modules the service imports only on first
+  // use (nodemailer for the first message, ioredis with REDIS_URL, qrcode for a two-step setup):
+  // inside the bundle their ~0.65 MB of source was read and kept at every start (RSS at healthy
+  // 98-99 -> 96-98 MiB; docs/benchmarks.md, "Issue 21, memory, fifth session").
+  external: ['better-sqlite3', '@node-rs/argon2', '@fastify/swagger-ui', 'pg-native', '@zxcvbn-ts/*', 'nodemailer', 'ioredis', 'qrcode'],
   // The CommonJS dependencies inside an ES module bundle need require, __filename and __dirname.
   banner: {
     js: [

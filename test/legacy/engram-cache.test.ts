@@ -278,7 +278,12 @@ describe('a list built from several chunks of rows', () => {
     const modC = (await confirmedMod(first, workshop, owner)).mod_id;
     // More than one chunk of 1,000 rows, labels of two-, three- and four-byte characters.
     const items = Array.from({ length: 1234 }, () => ({ ...engram(modC), label: `Étoile ☃ ${serial} 🦖` }));
-    await addEngrams(first, owner, items);
+    const answer = await addEngrams(first, owner, items);
+    // The POST's own answer holds every label whole, in the order written.
+    assert.deepEqual(
+      answer.map((item) => item.label),
+      items.map((item) => item.label),
+    );
     const { bytes, engrams } = await list(first, `?mod_id=${modC}`);
     assert.equal(engrams.length, items.length);
     assert.deepEqual(new Set(engrams.map((item) => item.label)), new Set(items.map((item) => item.label)));
@@ -286,5 +291,42 @@ describe('a list built from several chunks of rows', () => {
     assert.equal(Number(reply.headers['content-length']), bytes.length);
     const br = await raw(first, `/v1/engram.php?mod_id=${modC}`, { 'accept-encoding': 'br' });
     assert.deepEqual(brotliDecompressSync(br.bytes), bytes);
+  });
+
+  test('sent from its chunks: the same bytes every time, its length, its tag; HEAD and 304 carry no body', async () => {
+    const modD = (await confirmedMod(first, workshop, owner)).mod_id;
+    // Two full chunks of 1,000 rows and one partial: the chunk boundaries fall inside the body.
+    await addEngrams(first, owner, Array.from({ length: 2500 }, () => engram(modD)));
+    const path = `/v1/engram.php?mod_id=${modD}`;
+    const built = await raw(first, path);
+    const cached = await raw(first, path);
+    assert.equal(built.status, 200);
+    assert.deepEqual(cached.bytes, built.bytes, 'the cached chunks give the bytes of the first answer');
+    assert.equal(cached.headers.etag, built.headers.etag);
+    assert.equal(Number(cached.headers['content-length']), cached.bytes.length);
+    assert.equal(cached.headers['transfer-encoding'], undefined, 'sent with its length, not chunked');
+    const engrams = JSON.parse(cached.bytes.toString()) as Array<{ uid: string }>;
+    assert.equal(engrams.length, 2500);
+    assert.deepEqual(
+      engrams.map((item) => item.uid),
+      engrams.map((item) => item.uid).sort(),
+      'in uid order across the chunks',
+    );
+    // The other instance builds its own copy of the list, to the same bytes and tag.
+    const other = await raw(second, path);
+    assert.deepEqual(other.bytes, built.bytes);
+    assert.equal(other.headers.etag, built.headers.etag);
+    const gz = await raw(first, path, { 'accept-encoding': 'gzip' });
+    assert.equal(gz.headers['content-encoding'], 'gzip');
+    assert.equal(Number(gz.headers['content-length']), gz.bytes.length);
+    assert.deepEqual(gunzipSync(gz.bytes), built.bytes);
+    const head = await raw(first, path, {}, 'HEAD');
+    assert.equal(head.status, 200);
+    assert.equal(head.bytes.length, 0);
+    assert.equal(Number(head.headers['content-length']), built.bytes.length);
+    assert.equal(head.headers.etag, built.headers.etag);
+    const revalidated = await raw(first, path, { 'if-none-match': built.headers.etag as string });
+    assert.equal(revalidated.status, 304);
+    assert.equal(revalidated.bytes.length, 0);
   });
 });

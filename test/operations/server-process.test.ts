@@ -9,7 +9,10 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { freshDatabase, send, type TestDatabase } from '../helpers/server.ts';
+import { startMailbox } from '../helpers/mail.ts';
+import { FormClient } from '../helpers/oauth.ts';
+import { newAddress, submitForm } from '../helpers/self-service.ts';
+import { freshDatabase, send, type TestDatabase, type TestServer } from '../helpers/server.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const CONFIG_KEYS = ['PORT', 'HOST', 'BASE_URL', 'DATABASE_URL', 'REDIS_URL', 'RATE_LIMIT_V1', 'RATE_LIMIT_V4', 'TRUST_PROXY', 'LOG_LEVEL', 'WORKERS', 'METRICS_TOKEN'];
@@ -162,6 +165,33 @@ describe('the compiled server with WORKERS=1', { timeout: 120_000 }, () => {
   test('serves in one process and stops on SIGTERM with exit 0', async () => {
     const single = await startCluster({ WORKERS: '1', LOG_LEVEL: 'info' });
     assert.deepEqual(single.workerPids(), [single.child.pid]);
+    assert.equal((await send(single.url, 'GET', '/healthz')).status, 200);
+    single.child.kill('SIGTERM');
+    assert.deepEqual(await single.exited, { code: 0, signal: null });
+  });
+
+  test('sends mail: nodemailer, left out of the bundle, loads from node_modules on first use', async () => {
+    const mailbox = await startMailbox();
+    const single = await startCluster({ WORKERS: '1', SMTP_URL: mailbox.url });
+    try {
+      const browser = new FormClient({ url: single.url } as TestServer);
+      const page = await browser.fetch('/account/sign-up');
+      assert.equal(page.status, 200, page.text);
+      const email = newAddress();
+      const sent = await submitForm(browser, page.text, { email }, /^\/account\/sign-up$/);
+      assert.equal(sent.status, 303, sent.text);
+      const message = await mailbox.next(email);
+      assert.match(message.text, /(?<![0-9])[0-9]{6}(?![0-9])/, 'the sign-up code');
+    } finally {
+      single.child.kill('SIGTERM');
+      await single.exited;
+      await mailbox.close();
+    }
+  });
+
+  test('starts with REDIS_URL: ioredis, left out of the bundle, loads from node_modules', async () => {
+    // buildApp imports ioredis when REDIS_URL is set, before listening: a failed import stops the start.
+    const single = await startCluster({ WORKERS: '1', REDIS_URL: 'redis://127.0.0.1:6379' });
     assert.equal((await send(single.url, 'GET', '/healthz')).status, 200);
     single.child.kill('SIGTERM');
     assert.deepEqual(await single.exited, { code: 0, signal: null });

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
-import { promisify } from 'node:util';
-import { brotliCompress, constants as zlibConstants, gzip } from 'node:zlib';
+import { Readable, type Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { constants as zlibConstants, createBrotliCompress, createGzip } from 'node:zlib';
 import type { Kysely } from 'kysely';
 import { LRUCache } from 'lru-cache';
 import type { Config } from '../../config.ts';
@@ -8,9 +9,6 @@ import { contentVersion } from '../../db/content-versions.ts';
 import type { Schema } from '../../db/schema.ts';
 import { streamEngrams } from './store.ts';
 import { engramJson, engramStructure } from './structure.ts';
-
-const brotli = promisify(brotliCompress);
-const gzipAsync = promisify(gzip);
 
 export type ListEncoding = 'br' | 'gzip';
 /** Bodies smaller than this are sent as they are: compressing them saves nothing worth the work. */
@@ -22,7 +20,14 @@ export interface EngramListBody {
   version: number;
   /** Strong entity tag of the JSON (quoted); compressed forms append their coding. */
   tag: string;
-  identity: Buffer;
+  /**
+   * The JSON in the chunks it was built in, never concatenated: a 5 MB list's concatenation and
+   * its parts waiting for a full GC were ~10 MiB of the bench's peak RSS (docs/benchmarks.md,
+   * "Issue 21, memory, fifth session"). Send it with `identityStream`.
+   */
+  identity: readonly Buffer[];
+  /** The identity body's length in bytes. */
+  length: number;
   br?: Buffer;
   gzip?: Buffer;
 }
@@ -45,7 +50,7 @@ export class EngramLists {
   ) {
     this.bodies = new LRUCache({
       maxSize: maxBytes,
-      sizeCalculation: (body) => body.identity.length + (body.br?.length ?? 0) + (body.gzip?.length ?? 0),
+      sizeCalculation: (body) => body.length + (body.br?.length ?? 0) + (body.gzip?.length ?? 0),
     });
   }
 
@@ -72,29 +77,68 @@ export class EngramLists {
     // meanwhile moves the counter past it and the next request rebuilds.
     // Each chunk is encoded as it arrives, so the whole list never exists as a JS string as well
     // (issue 12: a 5 MB string, its flattened copy and the buffer were the peak RSS of the bench).
-    const parts: Buffer[] = [];
-    for await (const rows of streamEngrams(this.db(), modIds)) parts.push(Buffer.from((parts.length === 0 ? '[' : ',') + rows.map((row) => engramJson(this.config, row)).join(',')));
-    parts.push(Buffer.from(parts.length === 0 ? '[]' : ']'));
-    const identity = Buffer.concat(parts);
-    const tag = createHash('sha256').update(identity).digest('base64url').slice(0, 27);
-    if (identity.length < COMPRESSION_THRESHOLD) return { version, tag, identity };
+    const identity: Buffer[] = [];
+    const hash = createHash('sha256');
+    let length = 0;
+    const add = (chunk: Buffer) => {
+      identity.push(chunk);
+      hash.update(chunk);
+      length += chunk.length;
+    };
+    for await (const rows of streamEngrams(this.db(), modIds)) add(jsonChunk(identity.length === 0 ? '[' : ',', rows.map((row) => engramJson(this.config, row))));
+    add(Buffer.from(identity.length === 0 ? '[]' : ']'));
+    const tag = hash.digest('base64url').slice(0, 27);
+    if (length < COMPRESSION_THRESHOLD) return { version, tag, identity, length };
     const [br, gz] = await Promise.all([
       // Quality 5 of 11: about as small as gzip's best at a fraction of brotli's top-quality time,
       // so the first request after a change is not kept waiting. A 64 KiB window instead of the
       // default 4 MiB: the list's repetition is local (each engram's path, spawn code and URL), so
       // the 10,000-engram list came out no larger (401,726 bytes against 403,946) and building it
       // peaked ~6 MiB lower (docs/benchmarks.md, "Issue 21, memory").
-      brotli(identity, {
-        params: {
-          [zlibConstants.BROTLI_PARAM_QUALITY]: 5,
-          [zlibConstants.BROTLI_PARAM_LGWIN]: 16,
-          [zlibConstants.BROTLI_PARAM_SIZE_HINT]: identity.length,
-        },
-      }),
-      gzipAsync(identity, { level: 6 }),
+      compressed(
+        identity,
+        createBrotliCompress({
+          params: {
+            [zlibConstants.BROTLI_PARAM_QUALITY]: 5,
+            [zlibConstants.BROTLI_PARAM_LGWIN]: 16,
+            [zlibConstants.BROTLI_PARAM_SIZE_HINT]: length,
+          },
+        }),
+      ),
+      compressed(identity, createGzip({ level: 6 })),
     ]);
-    return { version, tag, identity, br, gzip: gz };
+    return { version, tag, identity, length, br, gzip: gz };
   }
+}
+
+/**
+ * `prefix` and the items joined by commas, written straight into one buffer: joining them first
+ * made a string of the chunk's size, which V8 keeps in its large-object space until a full GC.
+ */
+function jsonChunk(prefix: string, items: readonly string[]): Buffer {
+  let length = prefix.length + items.length - 1;
+  for (const item of items) length += Buffer.byteLength(item);
+  const chunk = Buffer.allocUnsafeSlow(length);
+  let at = chunk.write(prefix, 0, 'latin1');
+  for (let i = 0; i < items.length; i++) {
+    if (i > 0) chunk[at++] = 0x2c; // ','
+    at += chunk.write(items[i]!, at);
+  }
+  return chunk;
+}
+
+/** A list's identity body as a stream of its chunks, which share the cached buffers (no copy). */
+export function identityStream(body: EngramListBody): Readable {
+  return Readable.from(body.identity, { objectMode: false });
+}
+
+/** The chunks run through a compressor, its output in one buffer. */
+async function compressed(chunks: readonly Buffer[], compressor: Transform): Promise<Buffer> {
+  const output: Buffer[] = [];
+  await pipeline(Readable.from(chunks, { objectMode: false }), compressor, async (source: AsyncIterable<Buffer>) => {
+    for await (const chunk of source) output.push(chunk);
+  });
+  return Buffer.concat(output);
 }
 
 /** The engrams of one mod as structures, by label: what its spawn-code page shows. */

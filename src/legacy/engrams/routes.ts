@@ -7,7 +7,7 @@ import { modIdProblem, parseModId } from '../mods/mod-id.ts';
 import { deleteEngrams, EngramRuleError, findEngrams, isEngramUid, saveEngrams, type EngramRow, type EngramWrite } from './store.ts';
 import { v1Docs } from '../openapi.ts';
 import { ALL_BITS, ENVIRONMENTS, engramJson } from './structure.ts';
-import { EngramLists, type EngramListBody } from './lists.ts';
+import { EngramLists, identityStream, type EngramListBody } from './lists.ts';
 import { encodingChooser, noneMatchHits } from '../../http/conditional.ts';
 
 const MAX_ENGRAMS_PER_REQUEST = 5_000;
@@ -111,8 +111,11 @@ export async function engramRoutes(v1: FastifyInstance): Promise<void> {
     reply.header('vary', 'Accept-Encoding').header('etag', tags[encoding ?? 'identity']).header('cache-control', 'public, no-cache');
     // Any coding's tag matches: they all stand for the same JSON.
     if (noneMatchHits(request.headers['if-none-match'], tags.all)) return reply.code(304).send();
-    if (encoding) reply.header('content-encoding', encoding);
-    return reply.type('application/json; charset=utf-8').send(encoding ? body[encoding] : body.identity);
+    reply.type('application/json; charset=utf-8');
+    if (encoding) return reply.header('content-encoding', encoding).send(body[encoding]);
+    if (body.identity.length === 1) return reply.send(body.identity[0]);
+    // Its chunks as they are cached; a stream has no length of its own (HEAD answers need it too).
+    return reply.header('content-length', body.length).send(identityStream(body));
   });
 
   v1.get<{ Params: { ids: string } }>('/engram.php/:ids', { schema: v1Docs.getEngrams }, async (request, reply) => {
