@@ -45,7 +45,7 @@ try {
   const peerFile = join(dir, 'peer.json');
   console.log('| refresh_token grant | req/s | p50 ms | p99 ms | failed |\n|---|---:|---:|---:|---:|');
   if (scoped) {
-    await run('floor: Fastify + pino + node-postgres, the same three round trips', './bench/token-floor-pg-server.ts', { DATABASE_URL: scoped.url }, '/', (path) => refreshLoad(path, secrets.clientId, slice()), '/v4/login');
+    await run('floor: Fastify + pino + node-postgres, one statement per grant', './bench/token-floor-pg-server.ts', { DATABASE_URL: scoped.url }, '/', (path) => refreshLoad(path, secrets.clientId, slice()), '/v4/login');
   } else {
     await run('floor: Fastify + pino + raw SQLite, same statements', './bench/token-floor-server.ts', { DB: database }, '/', (path) => refreshLoad(path, secrets.clientId, slice()), '/v4/login');
     await run('floor with a Map instead of SQLite (no storage cost)', './bench/token-floor-server.ts', { DB: database, STORE: 'memory' }, '/', (path) => refreshLoad(path, secrets.clientId, slice(), true), '/v4/login');
