@@ -15,6 +15,7 @@ import { SCOPES } from '../../src/oauth/scopes.ts';
 import { checkLayoutAndCapture, clickAndLoad, launchBrowser, startBrowserServer, withPage as withBrowserPage } from '../helpers/browser.ts';
 import { FormClient, newAccount, newApp, tokensThroughPages } from '../helpers/oauth.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
+import { awayFromStepEdge } from '../helpers/totp.ts';
 
 /** Wrong answers allowed per 15 minutes (src/web/sign-in.ts): passwords per account, codes per IP. */
 const PASSWORD_FAILURES_ALLOWED = 10;
@@ -120,6 +121,8 @@ describe('account page in a real browser', () => {
       assert.equal((await findAccount(server.app.database.db, account.userId))!.totpSecret, null, 'still off');
       assert.equal(await page.locator('#otpauth-uri').textContent(), uri, 'the same secret is offered again');
       await checkLayoutAndCapture(page, 'account-two-step-setup');
+      // The previous step's code (drift allowed), so that the current one is still unused to turn it off.
+      await awayFromStepEdge();
       await page.getByLabel('Code from the app').fill(totpCode(secret, Date.now() - STEP));
       assert.equal((await clickAndLoad(page, page.getByRole('button', { name: 'Turn on two-step verification' }))).status(), 303);
       assert.match((await page.getByRole('status').textContent()) ?? '', /Two-step verification is on/);
@@ -207,6 +210,7 @@ describe('account page in a real browser', () => {
       const nul = await browser.submit('/account/sign-in', { username: `${account.username}\u0000`, password: 'x\u0000y wrong' });
       assert.equal(nul.status, 400, 'a NUL byte is malformed input, not a database error');
       assert.equal((await browser.submit('/account/sign-in', { username: account.username, password: account.password })).status, 303);
+      await awayFromStepEdge();
       assert.equal((await browser.submit('/account/sign-in', { code: totpCode(secret, Date.now() - STEP) })).status, 303);
       for (let i = 0; i < PASSWORD_FAILURES_ALLOWED; i++) {
         const wrong = await browser.submit('/account', { current_password: `wrong ${i}`, new_password: 'a new password here' }, /password$/);

@@ -12,6 +12,7 @@ import { newTotpSecret, totpCode } from '../../src/accounts/totp.ts';
 import { authorize, FormClient, newAccount, newApp, pkcePair, REDIRECT_URI, startLogin, tokenRequest, tokensThroughPages } from '../helpers/oauth.ts';
 import { codeIn, startMailbox, verifyLinkIn, type Mailbox } from '../helpers/mail.ts';
 import { freshDatabase, startServer, type TestDatabase, type TestServer } from '../helpers/server.ts';
+import { awayFromStepEdge } from '../helpers/totp.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 /** Wrong passwords an account may have per 15 minutes (src/web/sign-in.ts). */
@@ -180,6 +181,7 @@ describe('security events', () => {
     const account = await newAccount(server, { totpSecret: secret });
     // A trusted device and a session, through the login pages.
     const { verifier, challenge } = pkcePair();
+    await awayFromStepEdge();
     const back = await authorize(server, { clientId: app.clientId, challenge, username: account.username, password: account.password, deviceId: 'device-1', totpCode: () => totpCode(secret, Date.now() - 30_000) });
     const exchanged = await tokenRequest(server, { grant_type: 'authorization_code', client_id: app.clientId, code: back.searchParams.get('code')!, redirect_uri: REDIRECT_URI, code_verifier: verifier, device_id: 'device-1' });
     assert.equal(exchanged.status, 200, exchanged.text);

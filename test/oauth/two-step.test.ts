@@ -10,6 +10,7 @@ import { setPassword, setTotpSecret } from '../../src/accounts/accounts.ts';
 import { isBase32Secret, newTotpSecret, totpCode, totpUri, verifyTotp } from '../../src/accounts/totp.ts';
 import { FormClient, REDIRECT_URI, newAccount, newApp, pkcePair, startLogin, tokenRequest } from '../helpers/oauth.ts';
 import { freshDatabase, startServer, type TestDatabase, type TestServer } from '../helpers/server.ts';
+import { awayFromStepEdge } from '../helpers/totp.ts';
 
 /** RFC 6238 appendix B's SHA-1 seed, the ASCII bytes of "12345678901234567890", in base32. */
 const RFC_SECRET = Buffer.from('12345678901234567890', 'ascii');
@@ -103,12 +104,6 @@ function wrongCodes(secret: string, count: number): string[] {
     if (!near.has(code)) codes.push(code);
   }
   return codes;
-}
-
-/** Waits for the next time step when this one ends within 10 s, so a test's codes stay valid. */
-async function awayFromStepEdge(): Promise<void> {
-  const left = STEP_MS - (Date.now() % STEP_MS);
-  if (left < 10_000) await new Promise((resolve) => setTimeout(resolve, left + 100));
 }
 
 /** Statuses of replies, counted: { 401: 10, 429: 5 }. */
