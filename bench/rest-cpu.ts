@@ -1,4 +1,4 @@
-// npx tsx bench/rest-cpu.ts <name>=<server.js> [<name>='<server.js> <node flag>…' …] [--case page|post] [--connections n] [--rounds 4] [--seconds 3] [--database postgres://…/empty] [--profile]
+// npx tsx bench/rest-cpu.ts <name>=<server.js> [<name>='<server.js> <node flag>…' …] [--case page|post|mixed] [--connections n] [--rounds 4] [--seconds 3] [--fill n] [--database postgres://…/empty] [--profile]
 //
 // The REST engine's bulk cases, per build: the server's CPU milliseconds per request (utime + stime
 // from /proc, as bench/compare-builds.ts reads them) for `GET /v4/projects?pageSize=250` (page, 10
@@ -9,14 +9,21 @@
 // --profile starts each server with `--cpu-prof` (100 µs samples) and, at the end, reads from each
 // profile the synchronous stretches: runs of consecutive samples that are not idle, i.e. how long
 // the event loop was held at a time, which is what delays a read waiting beside a bulk POST.
+//
+// mixed: the bench's mixed case (bench/cases.ts, mixedLoads: the five single-object GETs in turn on
+// 8 connections, alone and beside 2 connections posting 250 new projects), on data made as the bench
+// makes it. --fill n first posts n more projects to each build's table (the bench's table holds
+// some 170,000 when its mixed case runs, after the 10-s bulk POST case).
 import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { BENCH_HOST, mintSecrets, projects } from './fixtures.ts';
+import { mixedLoads } from './cases.ts';
+import { BENCH_HOST, legacyData, mintSecrets, projects, type LegacyData } from './fixtures.ts';
 import { measure, type Load } from './measure.ts';
 import { productionStart, startProcess, type Running } from './processes.ts';
+import { FakeWorkshop } from '../test/helpers/workshop.ts';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -27,6 +34,7 @@ const { values, positionals } = parseArgs({
     database: { type: 'string' },
     profile: { type: 'boolean', default: false },
     connections: { type: 'string' },
+    fill: { type: 'string', default: '0' },
   },
 });
 const builds = positionals.map((arg) => {
@@ -35,6 +43,27 @@ const builds = positionals.map((arg) => {
   if (!name || !entry) throw new Error(`expected <name>=<server.js>, got ${arg}`);
   return { name, entry, extraFlags };
 });
+
+/** The ms a thread has waited for a core while runnable so far (schedstat's second field). */
+function runQueueMs(pid: number, tid = pid): number {
+  return Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[1]) / 1e6;
+}
+
+/** CPU milliseconds per thread of the process so far, by thread name and id. */
+function threadCpuMs(pid: number): Map<string, number> {
+  const threads = new Map<string, number>();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const fields = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
+      threads.set(`${name}#${tid}`, (Number(fields[11]) + Number(fields[12])) * 10);
+    } catch {
+      // the thread ended meanwhile
+    }
+  }
+  return threads;
+}
 
 function cpuMs(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
@@ -98,10 +127,11 @@ const databaseUrl = values.database ?? `sqlite:${join(dir, 'bench.db')}`;
 const servers: Running[] = [];
 const profileDirs: string[] = [];
 const counts: number[] = builds.map(() => 0);
+const workshop = await new FakeWorkshop().start();
 try {
   const secrets = await mintSecrets(databaseUrl, 1);
   const start = productionStart();
-  const env = { ...start.env, SECRETS_KEY: randomBytes(32).toString('base64'), DATABASE_URL: databaseUrl, BASE_URL: `https://${BENCH_HOST}`, RATE_LIMIT_V1: '1000000000', RATE_LIMIT_V4: '1000000000', LOG_LEVEL: 'info' };
+  const env = { ...start.env, SECRETS_KEY: randomBytes(32).toString('base64'), DATABASE_URL: databaseUrl, BASE_URL: `https://${BENCH_HOST}`, RATE_LIMIT_V1: '1000000000', RATE_LIMIT_V4: '1000000000', LOG_LEVEL: 'info', WORKSHOP_URL: workshop.template };
   for (const [index, build] of builds.entries()) {
     const profileDir = join(dir, `profile-${index}`);
     profileDirs.push(profileDir);
@@ -117,7 +147,15 @@ try {
   const projectIds: string[] = [];
   for (const server of servers) projectIds.push(values.database && projectIds.length > 0 ? projectIds[0]! : await projects(server.url, secrets.accessToken, 300));
   const headers = { authorization: `Bearer ${secrets.accessToken}` };
-  const body = () => JSON.stringify(Array.from({ length: 250 }, (_, n) => ({ projectId: randomUUID(), title: `Bulk ${n}`, description: 'bench' })));
+  const body = (count = 250) => JSON.stringify(Array.from({ length: count }, (_, n) => ({ projectId: randomUUID(), title: `Bulk ${n}`, description: 'bench' })));
+  // The bench's table: its own projects posted in the largest arrays a POST takes.
+  for (const server of values.database ? servers.slice(0, 1) : servers) {
+    for (let made = 0; made < Number(values.fill); made += 1000) {
+      const response = await fetch(`${server.url}/v4/projects`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: body(Math.min(1000, Number(values.fill) - made)) });
+      if (!response.ok) throw new Error(`filling: ${response.status} ${await response.text()}`);
+      await response.arrayBuffer();
+    }
+  }
   const load: Load =
     values.case === 'post'
       ? { method: 'POST', path: '/v4/projects', headers: { ...headers, 'content-type': 'application/json' }, next: () => ({ body: body() }) }
@@ -125,9 +163,11 @@ try {
   const connections = Number(values.connections ?? (values.case === 'post' ? 2 : 10));
   const options = { seconds: Number(values.seconds), connections };
   if (values.case === 'mixed') {
-    // Single GETs on 8 connections, alone and beside 2 connections posting 250 new objects each.
-    const reads = (index: number): Load => ({ path: `/v4/projects/${projectIds[index]}`, headers, client: 'node' });
-    const writes: Load = { method: 'POST', path: '/v4/projects', headers: { ...headers, 'content-type': 'application/json' }, next: () => ({ body: body() }) };
+    const legacy: LegacyData[] = [];
+    for (const server of values.database ? servers.slice(0, 1) : servers) legacy.push(await legacyData(server.url, workshop, 10_000));
+    const loads = servers.map((_, index) => mixedLoads(legacy[values.database ? 0 : index]!, secrets.accessToken, projectIds[index]!));
+    const reads = (index: number): Load => loads[index]!.reads;
+    const writes = loads[0]!.writes;
     const seconds = Number(values.seconds);
     for (const [index, server] of servers.entries()) await measure(server.url, reads(index), { seconds: 1, connections: 8 });
     for (let round = 1; round <= Number(values.rounds); round++) {
@@ -135,8 +175,17 @@ try {
         const server = servers[index]!;
         const alone = await measure(server.url, reads(index), { seconds, connections: 8 });
         const before = cpuMs(server.pid);
+        const threadsBefore = threadCpuMs(server.pid);
+        const waitedBefore = runQueueMs(server.pid);
+        const from = nowUs();
         const [under, writing] = await Promise.all([measure(server.url, reads(index), { seconds, connections: 8 }), measure(server.url, writes, { seconds, connections: 2 })]);
         const cpu = cpuMs(server.pid) - before;
+        const waited = runQueueMs(server.pid) - waitedBefore;
+        windows.push([from, nowUs()]);
+        counts[index]! += writing.requests;
+        const perThread = [...threadCpuMs(server.pid)].map(([thread, ms]) => [thread, ms - (threadsBefore.get(thread) ?? 0)] as const).filter(([, ms]) => ms > 0);
+        console.log(`  request thread waited for a core ${Math.round(waited)} ms over ${seconds} s beside POSTs`);
+        console.log(`  per POST by thread: ${perThread.sort((a, b) => b[1] - a[1]).map(([thread, ms]) => `${thread} ${(ms / Math.max(1, writing.requests)).toFixed(1)}`).join(', ')} ms`);
         console.log(
           `round ${round} ${builds[index]!.name}: alone p50 ${alone.p50} p99 ${alone.p99}; beside POSTs p50 ${under.p50} p99 ${under.p99} (${(under.p99 / alone.p99).toFixed(1)} ×); POSTs ${writing.requests} (${writing.failed} failed), server CPU ${(cpu / (writing.requests * 1 + under.requests * 0.05)).toFixed(1)} ms per POST-equivalent`,
         );
@@ -166,6 +215,7 @@ try {
 } finally {
   for (const [index, server] of servers.entries()) console.log(`${builds[index]!.name}: peak RSS ${server.memory().peakMiB} MiB`);
   for (const server of servers) await server.stop();
+  await workshop.stop();
   if (values.profile) {
     for (const [index, build] of builds.entries()) {
       const files = readdirSync(profileDirs[index]!).filter((file) => file.endsWith('.cpuprofile'));
