@@ -132,6 +132,27 @@ describe('behind a trusted proxy (TRUST_PROXY=true)', () => {
   });
 });
 
+describe('refused input counts against the budget', () => {
+  let server: TestServer;
+  before(async () => {
+    server = await startServer({ env: { RATE_LIMIT_V1: '3', RATE_LIMIT_V4: '2' } });
+  });
+  after(() => server.close());
+
+  test('a NUL or a repeated parameter is a 400 until the budget is spent, then 429', async () => {
+    const nul = await server.request('GET', '/v1/engram.php/A%00B');
+    assert.equal(nul.status, 400, nul.text);
+    assert.equal(nul.headers.get('x-ratelimit-remaining'), '2');
+    assert.equal((await server.request('GET', '/v1/engram.php?mod_id=1&mod_id=2')).status, 400);
+    assert.equal((await server.request('POST', '/v1/user.php?a=1&a=2', { body: {} })).status, 400);
+    assertTooMany(await server.request('GET', '/v1/engram.php/A%00B'), 3);
+
+    assert.equal((await server.request('GET', '/v4/projects?title=%00')).status, 400);
+    assert.equal((await server.request('GET', '/v4/users/%00')).status, 400);
+    assertTooMany(await server.request('GET', '/v4/users/%00'), 2);
+  });
+});
+
 describe('two instances', () => {
   let database: TestDatabase;
   const started: TestServer[] = [];
