@@ -143,9 +143,9 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(answerHeadersPlugin, { threshold: 1024, encodings: ['br', 'gzip'], brotliQuality: 4 });
   app.server.on('checkExpectation', answerUnknownExpectation);
   app.server.on('connect', answerConnect);
-  installInputGuard(app);
+  const inputGuard = installInputGuard(app);
 
-  installErrorModel(app);
+  installErrorModel(app, [inputGuard]);
   await metricsEndpoint(app);
   await app.register(mail, options.mail ?? {});
   await openApi(app);

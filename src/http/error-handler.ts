@@ -1,5 +1,5 @@
 import FindMyWay, { type HTTPMethod } from 'find-my-way';
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, preValidationHookHandler } from 'fastify';
 import { isDatabaseBusy } from '../db/errors.ts';
 import { ApiError, codeForStatus } from './errors.ts';
 
@@ -8,9 +8,10 @@ const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as 
 /**
  * Installs the error model on the root instance: ApiError and Fastify's own errors become
  * {"code","message","details"?}; unknown paths are 404, known paths with another method 405
- * with an Allow header. Must be called before any route is registered.
+ * with an Allow header. Must be called before any route is registered. `notFoundPreValidation`: the
+ * hooks a request without a route runs before its 404 (the input guard; onRoute hooks never see it).
  */
-export function installErrorModel(app: FastifyInstance): void {
+export function installErrorModel(app: FastifyInstance, notFoundPreValidation: preValidationHookHandler[] = []): void {
   // A second router that only knows which methods exist per path, so a miss can be told
   // apart as 404 (no such path) or 405 (path exists, method does not).
   const routes = FindMyWay({ ignoreTrailingSlash: true, ignoreDuplicateSlashes: true });
@@ -20,7 +21,7 @@ export function installErrorModel(app: FastifyInstance): void {
     }
   });
 
-  app.setNotFoundHandler((request, reply) => {
+  app.setNotFoundHandler({ preValidation: notFoundPreValidation }, (request, reply) => {
     const path = request.url.split('?', 1)[0] ?? '/';
     const allowed = METHODS.filter((method) => routes.find(method, path) !== null);
     if (allowed.length > 0) {

@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest, preParsingHookHandler, preValidationHookHandler } from 'fastify';
 import { ApiError } from './errors.ts';
 
 /**
@@ -46,6 +46,9 @@ function headSize(request: FastifyRequest): number {
   return size;
 }
 
+/** Methods whose requests Fastify never parses a body for, so nothing is left to check after preParsing. */
+const BODYLESS = new Set(['GET', 'HEAD']);
+
 /**
  * One place that keeps hostile input away from every handler:
  * - a NUL character (raw or %00) in the path, the query or a parsed body (v1 routes parse their
@@ -53,19 +56,45 @@ function headSize(request: FastifyRequest): number {
  * - a query parameter given more than once (Fastify's parser makes it an array, which no
  *   handler expects): 400 naming it. No route takes a repeated parameter as a list;
  * - an HTTP/1.1 request without Host, or a request line and headers over 16 KiB (431).
- * Runs as the first preValidation hook, so route schemas never see such input either.
+ * Added to each route registered afterwards as it is registered, after every onRequest hook (a rate
+ * limit counts hostile requests too) and before any route schema sees the input: on a route that
+ * takes a body, as its first preValidation hook (the body is parsed then); on a GET or HEAD route,
+ * as its last preParsing hook, so that a v4 GET, whose bearer check already runs one in preParsing,
+ * runs no preValidation hooks at all (each hook phase with hooks costs a request a turn of Fastify's
+ * hook runner). Returns the preValidation hook for the 404 handler, which no onRoute hook sees.
  */
-export function installInputGuard(app: FastifyInstance): void {
-  // A callback hook, not an async one: it runs on every request and almost never refuses one.
-  app.addHook('preValidation', (request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) => {
-    let refusal: ApiError | undefined;
-    try {
-      refusal = refusalOf(request);
-    } catch (error) {
-      return done(error as Error);
+export function installInputGuard(app: FastifyInstance): preValidationHookHandler {
+  app.addHook('onRoute', (route) => {
+    if ([route.method].flat().every((method) => BODYLESS.has(method.toUpperCase()))) {
+      route.preParsing = withHook(route.preParsing, guardBeforeParsing, 'last');
+    } else {
+      route.preValidation = withHook(route.preValidation, guard, 'first');
     }
-    done(refusal);
   });
+  return guard;
+}
+
+// Callback hooks, not async ones: they run on every request and almost never refuse one.
+const guard: preValidationHookHandler = (request, _reply, done) => done(refusalOrError(request));
+const guardBeforeParsing: preParsingHookHandler = (request, _reply, payload, done) => done(refusalOrError(request) ?? null, payload);
+
+function refusalOrError(request: FastifyRequest): Error | undefined {
+  try {
+    return refusalOf(request);
+  } catch (error) {
+    return error as Error;
+  }
+}
+
+/**
+ * A route's hooks of one phase with `hook` added, in a new array: a GET route's automatic HEAD
+ * route is made from a copy of its options taken before the onRoute hooks, so an array that was
+ * given to the route is shared by both and must not change.
+ */
+function withHook<T>(hooks: T | T[] | undefined, hook: T, where: 'first' | 'last'): T[] {
+  const list = hooks === undefined ? [] : Array.isArray(hooks) ? hooks : [hooks];
+  if (list.includes(hook)) return list;
+  return where === 'first' ? [hook, ...list] : [...list, hook];
 }
 
 function refusalOf(request: FastifyRequest): ApiError | undefined {

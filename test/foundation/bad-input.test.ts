@@ -116,6 +116,23 @@ describe('NUL characters are refused before they reach the database', () => {
     assertApiError(await server.request('GET', '/v1/engram.php/%2FGame%2FMods%2FA%00.B'), 400);
   });
 
+  // GET and HEAD routes are guarded before parsing, the others after (src/http/input-guard.ts).
+  test('in a HEAD, a DELETE and a path of no route, as in a GET', async () => {
+    const head = await server.request('HEAD', '/v1/engram.php/PrimalItem%00_C');
+    assert.equal(head.status, 400);
+    assert.equal((await server.request('HEAD', '/v4/projects?title=%00', { headers: bearer() })).status, 400);
+    assertApiError(await server.request('DELETE', '/v4/projects/%00', { headers: bearer() }), 400);
+    assertApiError(await server.request('GET', '/no-such-page%00'), 400);
+    assertApiError(await server.request('GET', '/v4/no-such-class?a=1&a=2', { headers: bearer() }), 400);
+  });
+
+  test('a refused token is answered before bad input, on a GET as on a POST', async () => {
+    const refused = { authorization: 'Bearer not-a-token' };
+    assertApiError(await server.request('GET', '/v4/users/%00', { headers: refused }), 401);
+    assertApiError(await server.request('GET', '/v4/projects?title=%00', { headers: refused }), 401);
+    assertApiError(await server.request('POST', '/v4/projects', { headers: refused, body: { title: 'a\u0000b', gameId: 'ark' } }), 401);
+  });
+
   test('in a sign-in username', async () => {
     const page = await startLogin(server, { client_id: clientId, code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM' });
     const browser = new FormClient(server);

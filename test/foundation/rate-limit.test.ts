@@ -27,6 +27,16 @@ function assertTooMany(reply: Reply, limit: number): void {
   assert.ok(Number.isInteger(reset) && reset >= 0 && reset <= 60, `X-RateLimit-Reset ${reply.headers.get('x-ratelimit-reset')}`);
 }
 
+/** A server of its own for the tests of one describe, started with `env`. */
+function serverWith(env: Record<string, string>): () => TestServer {
+  let server: TestServer;
+  before(async () => {
+    server = await startServer({ env });
+  });
+  after(() => server.close());
+  return () => server;
+}
+
 describe('RATE_LIMIT_V1=3 on one instance', () => {
   const LIMIT = 3;
   let database: TestDatabase;
@@ -96,13 +106,10 @@ describe('RATE_LIMIT_V1=3 on one instance', () => {
 });
 
 describe('RATE_LIMIT_V4 does not touch /v1', () => {
-  let server: TestServer;
-  before(async () => {
-    server = await startServer({ env: { RATE_LIMIT_V1: '0', RATE_LIMIT_V4: '2' } });
-  });
-  after(() => server.close());
+  const started = serverWith({ RATE_LIMIT_V1: '0', RATE_LIMIT_V4: '2' });
 
   test('with the v4 budget of an IP spent, /v1 answers without rate-limit headers', async () => {
+    const server = started();
     await server.request('GET', '/v4/projects');
     await server.request('GET', '/v4/projects');
     assertTooMany(await server.request('GET', '/v4/projects'), 2);
@@ -115,13 +122,10 @@ describe('RATE_LIMIT_V4 does not touch /v1', () => {
 });
 
 describe('behind a trusted proxy (TRUST_PROXY=true)', () => {
-  let server: TestServer;
-  before(async () => {
-    server = await startServer({ env: { RATE_LIMIT_V1: '2', TRUST_PROXY: 'true' } });
-  });
-  after(() => server.close());
+  const started = serverWith({ RATE_LIMIT_V1: '2', TRUST_PROXY: 'true' });
 
   test('each client IP from X-Forwarded-For has its own budget', async () => {
+    const server = started();
     const from = (address: string) => server.request('GET', missingUser(), { headers: { 'x-forwarded-for': address } });
     assert.equal((await from('203.0.113.1')).status, 404);
     assert.equal((await from('203.0.113.1')).status, 404);
@@ -129,6 +133,24 @@ describe('behind a trusted proxy (TRUST_PROXY=true)', () => {
     const other = await from('203.0.113.2');
     assert.equal(other.status, 404);
     assert.equal(other.headers.get('x-ratelimit-remaining'), '1');
+  });
+});
+
+describe('refused input counts against the budget', () => {
+  const started = serverWith({ RATE_LIMIT_V1: '3', RATE_LIMIT_V4: '2' });
+
+  test('a NUL or a repeated parameter is a 400 until the budget is spent, then 429', async () => {
+    const server = started();
+    const nul = await server.request('GET', '/v1/engram.php/A%00B');
+    assert.equal(nul.status, 400, nul.text);
+    assert.equal(nul.headers.get('x-ratelimit-remaining'), '2');
+    assert.equal((await server.request('GET', '/v1/engram.php?mod_id=1&mod_id=2')).status, 400);
+    assert.equal((await server.request('POST', '/v1/user.php?a=1&a=2', { body: {} })).status, 400);
+    assertTooMany(await server.request('GET', '/v1/engram.php/A%00B'), 3);
+
+    assert.equal((await server.request('GET', '/v4/projects?title=%00')).status, 400);
+    assert.equal((await server.request('GET', '/v4/users/%00')).status, 400);
+    assertTooMany(await server.request('GET', '/v4/users/%00'), 2);
   });
 });
 
