@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Insertable, Kysely, Transaction } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import { bumpContentVersion } from '../../db/content-versions.ts';
 import { isForeignKeyViolation } from '../../db/errors.ts';
 import { lockKeys } from '../../db/locks.ts';
@@ -124,10 +124,6 @@ export async function saveEngrams(db: Kysely<Schema>, userId: string, writes: re
   }
 }
 
-/** Rows per look-up and per INSERT (10 columns: 1,000 parameters), well under either database's limit. */
-const LOOKUP_CHUNK = 500;
-const INSERT_CHUNK = 100;
-
 async function writeEngrams(trx: Transaction<Schema>, userId: string, writes: readonly EngramWrite[]): Promise<EngramRow[]> {
   const now = Date.now();
   // Requests writing the same paths run one after another, so a path another request is adding
@@ -135,46 +131,34 @@ async function writeEngrams(trx: Transaction<Schema>, userId: string, writes: re
   // written to are locked too (a mod's deletion takes the same lock), so a mod cannot vanish
   // between the check below and the insert: the write lands first or finds the mod gone.
   const modIds = new Set(writes.flatMap((write) => (write.modId === undefined ? [] : [write.modId])));
-  const uids = writes.map((write) => engramUid(write.path));
-  await lockKeys(trx, [...uids.map((uid) => `engram:${uid}`), ...[...modIds].map(modLockKey)]);
-  const confirmed = new Map(
-    (await trx.selectFrom('mods').select(['mod_id', 'name']).where('user_id', '=', userId).where('confirmed', '=', 1).execute()).map((row) => [row.mod_id, row.name]),
+  await lockKeys(trx, [...writes.map((write) => `engram:${engramUid(write.path)}`), ...[...modIds].map(modLockKey)]);
+  const confirmed = new Set(
+    (await trx.selectFrom('mods').select('mod_id').where('user_id', '=', userId).where('confirmed', '=', 1).execute()).map((row) => row.mod_id),
   );
-  // The rows there already, looked up in chunks rather than one query per engram (5,000 of them
-  // in one request were 10,000 queries built, compiled and run, most of a bulk request's garbage).
-  const existing = new Map<string, EngramRow>();
-  for (let from = 0; from < uids.length; from += LOOKUP_CHUNK) {
-    for (const row of await selectEngrams(trx).where('engrams.uid', 'in', uids.slice(from, from + LOOKUP_CHUNK)).execute()) existing.set(row.uid, row);
-  }
-  // The answer is the rows as written, made from what was looked up and what was sent: no re-read.
-  const answer: EngramRow[] = [];
-  const inserts: Insertable<Schema['engrams']>[] = [];
+  const uids: string[] = [];
   for (const [index, write] of writes.entries()) {
-    const uid = uids[index]!;
+    const uid = engramUid(write.path);
     const element = { index, path: write.path };
     if (write.modId !== undefined && !confirmed.has(write.modId)) throw await refusal(trx, userId, write.modId, element);
-    const found = existing.get(uid);
-    const path = write.path;
-    const engramClass = classOfPath(path);
-    if (found) {
-      if (found.user_id !== userId || (write.modId !== undefined && write.modId !== found.mod_id)) {
-        throw new EngramRuleError('heldByAnotherMod', element, `Path ${path} belongs to mod ${found.mod_id ?? '(none)'}; delete that engram first`);
+    const existing = await trx.selectFrom('engrams').select(['mod_id', 'user_id']).where('uid', '=', uid).executeTakeFirst();
+    if (existing) {
+      if (existing.user_id !== userId || (write.modId !== undefined && write.modId !== existing.mod_id)) {
+        throw new EngramRuleError('heldByAnotherMod', element, `Path ${write.path} belongs to mod ${existing.mod_id ?? '(none)'}; delete that engram first`);
       }
-      const changes = {
-        path,
-        class: engramClass,
-        ...(write.label !== undefined && { label: write.label }),
-        ...(write.availability !== undefined && { availability: write.availability }),
-        ...(write.canBlueprint !== undefined && { can_blueprint: write.canBlueprint ? 1 : 0 }),
-      };
       const updated = await trx
         .updateTable('engrams')
-        .set({ ...changes, updated_at: now })
+        .set({
+          path: write.path,
+          class: classOfPath(write.path),
+          ...(write.label !== undefined && { label: write.label }),
+          ...(write.availability !== undefined && { availability: write.availability }),
+          ...(write.canBlueprint !== undefined && { can_blueprint: write.canBlueprint ? 1 : 0 }),
+          updated_at: now,
+        })
         .where('uid', '=', uid)
         .executeTakeFirst();
       // Deleted meanwhile with its mod (a write without mod_id does not lock the mod).
-      if (updated.numUpdatedRows === 0n) throw new EngramRuleError('modNotFound', element, `Engram ${path} was deleted with its mod`);
-      answer.push({ ...found, ...changes });
+      if (updated.numUpdatedRows === 0n) throw new EngramRuleError('modNotFound', element, `Engram ${write.path} was deleted with its mod`);
     } else {
       const missing = (['label', 'modId', 'availability', 'canBlueprint'] as const).filter((key) => write[key] === undefined);
       if (missing.length > 0) {
@@ -182,15 +166,27 @@ async function writeEngrams(trx: Transaction<Schema>, userId: string, writes: re
         const fields = missing.map((key) => names[key]);
         throw new EngramRuleError('missingField', { ...element, fields }, `A new engram needs ${fields.join(', ')}`);
       }
-      const row = { uid, path, class: engramClass, label: write.label!, availability: write.availability!, can_blueprint: write.canBlueprint ? 1 : 0, mod_id: write.modId!, user_id: userId };
-      inserts.push({ ...row, created_at: now, updated_at: now });
-      answer.push({ ...row, mod_name: confirmed.get(row.mod_id) ?? null });
+      await trx
+        .insertInto('engrams')
+        .values({
+          uid,
+          path: write.path,
+          class: classOfPath(write.path),
+          label: write.label!,
+          availability: write.availability!,
+          can_blueprint: write.canBlueprint ? 1 : 0,
+          mod_id: write.modId!,
+          user_id: userId,
+          created_at: now,
+          updated_at: now,
+        })
+        .execute();
     }
+    uids.push(uid);
   }
-  // (A mod deleted meanwhile fails its rows' foreign key: saveEngrams answers that.)
-  for (let from = 0; from < inserts.length; from += INSERT_CHUNK) await trx.insertInto('engrams').values(inserts.slice(from, from + INSERT_CHUNK)).execute();
   await bumpContentVersion(trx, 'engrams');
-  return answer;
+  const rows = new Map((await findEngrams(trx, uids)).map((row) => [row.uid, row]));
+  return uids.map((uid) => rows.get(uid)!);
 }
 
 /** Deletes every engram the identifiers name (uids or class strings), or none. */
