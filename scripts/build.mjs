@@ -2,8 +2,8 @@
 // page templates and the stylesheet beside the compiled modules, which find them through
 // import.meta.url, then replaces dist/server.js by a bundle of the server and its dependencies.
 // dist/ is emptied first so a deleted source file leaves no stale module behind. The SQLite
-// checkpoint worker and the batch writer are bundled the same way, each as its own entry point
-// (dist/db/wal-checkpoint-worker.js, dist/db/batch-writer-worker.js).
+// thread (batches and checkpoints) is bundled the same way, as its own entry point
+// (dist/db/sqlite-thread-worker.js).
 //
 // Why a bundle (docs/decisions.md, "Memory"): loading ~1,300 ES modules one by one costs start-up
 // CPU and memory (each module's source, records and the heap grown while loading them). One file,
@@ -69,11 +69,9 @@ const common = {
   logLevel: 'warning',
 };
 await build({ ...common, entryPoints: ['src/server.ts'], outfile: `${out}/server.js` });
-// The SQLite checkpoint worker and batch writer are threads' entry points of their own: started
-// from the files beside their starters' place in dist/ (db/), so they are bundled there, over tsc's output.
-for (const worker of ['wal-checkpoint-worker', 'batch-writer-worker']) {
-  await build({ ...common, entryPoints: [`src/db/${worker}.ts`], outfile: `${out}/db/${worker}.js` });
-}
+// The SQLite thread is an entry point of its own: started from the file beside its starter's place
+// in dist/ (db/), so it is bundled there, over tsc's output.
+await build({ ...common, entryPoints: ['src/db/sqlite-thread-worker.ts'], outfile: `${out}/db/sqlite-thread-worker.js` });
 
 // The pages' passkey script with @simplewebauthn/browser, one file the service serves itself
 // (src/web/assets.ts; the same options as its in-memory bundle when running from the sources).

@@ -4,11 +4,10 @@ import { dirname } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { createQueryId, Kysely, PostgresDialect, sql, type CompiledQuery } from 'kysely';
 import pg from 'pg';
-import { BatchWriter, type BatchStatement } from './batch-writer.ts';
 import type { Schema } from './schema.ts';
 import { CommitGroup, selectArrays, selectRows, SqliteConnectionsDialect, StatementCache, WriteLock, type SqliteConnections } from './sqlite-driver.ts';
 import { configureWriter } from './sqlite-writer-settings.ts';
-import { startWalCheckpointer, type WalCheckpointer } from './wal-checkpointer.ts';
+import { SqliteThread, type BatchStatement } from './sqlite-thread.ts';
 
 export type DatabaseTarget = { kind: 'sqlite'; path: string } | { kind: 'postgres'; url: string };
 
@@ -37,7 +36,7 @@ export interface Database {
   /**
    * SQLite on a file only: runs `statements` (compiled SQL and their parameters) as one
    * transaction on a thread of their own, so that a bulk write's statements and its commit do not
-   * block the request thread (see batch-writer.ts), unless one of the SELECTs `unless`, run first
+   * block the request thread (see sqlite-thread.ts), unless one of the SELECTs `unless`, run first
    * in that transaction, answers a row. Resolves true when written, false when not; rejects with
    * BatchWriteError (SQLite's code) when a statement fails, all undone, or BatchWriterUnavailable
    * when the thread is not there (nothing written). Undefined elsewhere: PostgreSQL's writes never
@@ -76,6 +75,8 @@ export interface OpenOptions {
   walBacklogFrames?: number;
   /** SQLite: the number of writes after which checkpoints move to a worker thread (default 256). */
   checkpointWorkerAfterWrites?: number;
+  /** SQLite: how long the database's thread stays after a batch when no checkpoints keep it (default 60 s). */
+  threadIdleMs?: number;
 }
 
 export function openDatabase(target: DatabaseTarget, options: OpenOptions = {}): Database {
@@ -94,15 +95,15 @@ function open(target: DatabaseTarget, options: OpenOptions): Database {
     const connections: SqliteConnections = { writer, reader: new StatementCache(reader), lock, group: undefined! };
     connections.group = new CommitGroup(connections);
     const db = new Kysely<Schema>({ dialect: new SqliteConnectionsDialect(connections) });
-    const checkpoints = target.path === ':memory:' ? undefined : new BackgroundCheckpoints(target.path, connection, options);
+    // (An in-memory database exists only on its own connection: no thread could reach it.) The
+    // thread's commits checkpoint at the same length of log as the request thread's writer: past
+    // 1,000 pages while no checkpoints run in the background, otherwise only as the backstop.
+    const thread = target.path === ':memory:' ? undefined : new SqliteThread(target.path, connections, (): number => checkpoints!.autocheckpointFrames, options.threadIdleMs);
+    const checkpoints = thread && new BackgroundCheckpoints(connection, thread, options);
     if (checkpoints) connections.afterWrite = () => checkpoints.noteWrite();
-    // (An in-memory database exists only on its own connection: no thread could write to it.)
-    // Its commits checkpoint at the same length of log as the request thread's writer: past 1,000
-    // pages while no checkpoint thread runs, otherwise only as the backstop.
-    const batchWriter = target.path === ':memory:' ? undefined : new BatchWriter(target.path, connections, () => checkpoints?.autocheckpointFrames ?? SQLITE_AUTOCHECKPOINT);
     return {
       db,
-      writeBatch: batchWriter && ((statements, unless) => batchWriter.write(statements, unless)),
+      writeBatch: thread && ((statements, unless) => thread.write(statements, unless)),
       selectArrays: async (text, parameters) => selectArrays(connections.reader, text, parameters),
       selectRows: async (text, parameters) => selectRows(connections.reader, text, parameters),
       // (better-sqlite3 prepares each text once anyway: `prepared` changes nothing here.)
@@ -126,8 +127,8 @@ function open(target: DatabaseTarget, options: OpenOptions): Database {
         }
       },
       async close() {
-        await batchWriter?.stop();
-        await checkpoints?.stop();
+        await thread?.stop();
+        checkpoints?.stop();
         await db.destroy();
       },
     };
@@ -210,27 +211,28 @@ function sqliteConnection(path: string, options: { readonly?: boolean } = {}): B
 const SQLITE_AUTOCHECKPOINT = 1000;
 
 /**
- * A worker thread copies the log back into the database file (see wal-checkpointer.ts), so
- * commits no longer do it, once the database is written to steadily: it starts at the 256th write
- * and stops after five minutes without one (a thread costs ~10 MiB; an idle server keeps none).
+ * The database's worker thread (sqlite-thread.ts) copies the log back into the database file, so
+ * commits no longer do it, once the database is written to steadily: from the 256th write until
+ * five minutes without one (an idle server keeps no thread for it).
  * Meanwhile the writer's own automatic checkpoint stays as a backstop, at a longer log: when writes
  * never pause long enough for the worker to catch up, it folds the log in and lets it restart.
  */
 class BackgroundCheckpoints {
   static readonly IDLE_MS = 5 * 60_000;
-  /** The log's length, in pages, past which a commit checkpoints it (the batch writer's connection follows it). */
+  static readonly INTERVAL_MS = 100;
+  /** The log's length, in pages, past which a commit checkpoints it (the thread's connection follows it). */
   autocheckpointFrames = SQLITE_AUTOCHECKPOINT;
   #writes = 0;
   #lastWrite = 0;
-  #worker: WalCheckpointer | undefined;
+  #on = false;
   #idleCheck: NodeJS.Timeout | undefined;
 
   readonly #backlogFrames: number;
   readonly #startAfterWrites: number;
 
   constructor(
-    private readonly path: string,
     private readonly writer: BetterSqlite3.Database,
+    private readonly thread: SqliteThread,
     options: OpenOptions,
   ) {
     this.#backlogFrames = options.walBacklogFrames ?? 8192;
@@ -242,7 +244,7 @@ class BackgroundCheckpoints {
   /** After a committed write; never throws (the write it follows has succeeded). */
   noteWrite(): void {
     this.#lastWrite = Date.now();
-    if (this.#worker !== undefined || ++this.#writes < this.#startAfterWrites) return;
+    if (this.#on || ++this.#writes < this.#startAfterWrites) return;
     try {
       this.#start();
     } catch {
@@ -252,27 +254,24 @@ class BackgroundCheckpoints {
   }
 
   #start(): void {
-    this.#worker = startWalCheckpointer(this.path);
+    this.thread.checkpointEvery(BackgroundCheckpoints.INTERVAL_MS);
+    this.#on = true;
     this.writer.pragma(`wal_autocheckpoint = ${this.#backlogFrames}`);
     this.autocheckpointFrames = this.#backlogFrames;
     this.#idleCheck = setInterval(() => {
-      if (Date.now() - this.#lastWrite > BackgroundCheckpoints.IDLE_MS) void this.#stopWorker();
+      if (Date.now() - this.#lastWrite > BackgroundCheckpoints.IDLE_MS) this.stop();
     }, BackgroundCheckpoints.IDLE_MS / 5).unref();
   }
 
-  async #stopWorker(): Promise<void> {
-    const worker = this.#worker;
-    if (!worker) return;
-    this.#worker = undefined;
+  /** Checkpoints back in the writer's commits (the thread goes unless a batch keeps it). */
+  stop(): void {
+    if (!this.#on) return;
+    this.#on = false;
     this.#writes = 0;
     clearInterval(this.#idleCheck);
+    this.thread.checkpointEvery(0);
     this.autocheckpointFrames = SQLITE_AUTOCHECKPOINT;
     if (this.writer.open) this.writer.pragma(`wal_autocheckpoint = ${SQLITE_AUTOCHECKPOINT}`);
-    await worker.stop();
-  }
-
-  stop(): Promise<void> {
-    return this.#stopWorker();
   }
 }
 

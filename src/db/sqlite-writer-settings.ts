@@ -2,7 +2,7 @@ import type BetterSqlite3 from 'better-sqlite3';
 
 /**
  * The settings of a connection that writes to an SQLite database: the request thread's writer
- * (connection.ts) and the batch writer's thread (batch-writer-worker.ts), which must write alike.
+ * (connection.ts) and the batch writer's thread (sqlite-thread-worker.ts), which must write alike.
  */
 export function configureWriter(connection: BetterSqlite3.Database): void {
   connection.pragma('journal_mode = WAL');

@@ -1,5 +1,5 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
-import { BatchWriterUnavailable, type BatchStatement } from '../db/batch-writer.ts';
+import { BatchWriterUnavailable, type BatchStatement } from '../db/sqlite-thread.ts';
 import type { Database } from '../db/connection.ts';
 import { containsPattern, dialectOf } from '../db/dialect.ts';
 import { isUniqueViolation } from '../db/errors.ts';

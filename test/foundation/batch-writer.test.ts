@@ -1,15 +1,18 @@
 /**
- * SQLite (issue 21): batches of writes run on a thread of their own (src/db/batch-writer.ts), as one
- * transaction each, under the request thread's write lock, and survive the loss of that thread.
+ * SQLite (issue 21): batches of writes run on the database's thread (src/db/sqlite-thread.ts), as one
+ * transaction each, under the request thread's write lock, and survive the loss of that thread. The
+ * same thread runs the background checkpoints: one thread, kept while either job needs it.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import type { Worker } from 'node:worker_threads';
 import BetterSqlite3 from 'better-sqlite3';
 import { sql } from 'kysely';
-import { BatchWriterUnavailable, BatchWriteError, type BatchStatement } from '../../src/db/batch-writer.ts';
+import { BatchWriterUnavailable, BatchWriteError, type BatchStatement } from '../../src/db/sqlite-thread.ts';
 import { openDatabase, type Database } from '../../src/db/connection.ts';
 
 const onSqlite = !process.env.DATABASE_URL?.startsWith('postgres');
@@ -98,6 +101,74 @@ describe('the SQLite batch writer', { skip: !onSqlite && 'SQLite only' }, () => 
     assert.equal((check.prepare('select count(*) as n from items').get() as { n: number }).n, 1000);
     check.close();
     rmSync(dir2, { recursive: true, force: true });
+  });
+});
+
+describe('one thread for batches and checkpoints', { skip: !onSqlite && 'SQLite only' }, () => {
+  /** The worker threads this process has running (node:worker_threads announces each new one). */
+  const running = new Set<Worker>();
+  const track = (message: unknown) => {
+    const { worker } = message as { worker: Worker };
+    running.add(worker);
+    worker.once('exit', () => running.delete(worker));
+  };
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+  const until = async (what: string, check: () => boolean, ms = 5000) => {
+    const deadline = Date.now() + ms;
+    while (!check()) {
+      if (Date.now() > deadline) assert.fail(`${what} within ${ms} ms`);
+      await sleep(20);
+    }
+  };
+  let dir: string;
+  before(() => {
+    dir = mkdtempSync(join(tmpdir(), 'svc-thread-'));
+    subscribe('worker_threads', track);
+  });
+  after(() => {
+    unsubscribe('worker_threads', track);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('a batch runs on the checkpoints’ thread, which stays past the batches’ idle time while checkpoints are on', async () => {
+    const path = join(dir, 'both.db');
+    const database = openDatabase({ kind: 'sqlite', path }, { checkpointWorkerAfterWrites: 1, threadIdleMs: 100 });
+    try {
+      assert.equal(running.size, 0);
+      // The first write turns the checkpoints on: their thread starts.
+      await sql`create table items (name text primary key)`.execute(database.db);
+      assert.equal(running.size, 1);
+      const [thread] = running;
+      assert.equal(await database.writeBatch!([insert('batched')]), true);
+      assert.deepEqual([...running], [thread], 'the batch ran on the same thread');
+      await sleep(400);
+      assert.deepEqual([...running], [thread], 'the checkpoints keep the thread past the batches’ idle time');
+      // ~300 pages, fewer than SQLite's automatic checkpoint waits for: only the thread copies them.
+      const sizeBefore = statSync(path).size;
+      const filler = 'x'.repeat(3000);
+      assert.equal(await database.writeBatch!(Array.from({ length: 300 }, (_, n) => insert(`${n}-${filler}`))), true);
+      await until('the thread copies the batch’s pages into the database file', () => statSync(path).size > sizeBefore + 800_000);
+      assert.deepEqual([...running], [thread]);
+    } finally {
+      await database.close();
+    }
+    assert.equal(running.size, 0, 'closing stopped the thread');
+  });
+
+  test('without checkpoints, the thread goes after the idle time and comes back with the next batch', async () => {
+    const database = openDatabase({ kind: 'sqlite', path: join(dir, 'batches.db') }, { checkpointWorkerAfterWrites: 1_000_000, threadIdleMs: 100 });
+    try {
+      await sql`create table items (name text primary key)`.execute(database.db);
+      assert.equal(running.size, 0);
+      assert.equal(await database.writeBatch!([insert('one')]), true);
+      assert.equal(running.size, 1);
+      await until('the idle thread stops', () => running.size === 0);
+      assert.equal(await database.writeBatch!([insert('two')]), true);
+      assert.equal(running.size, 1);
+      assert.deepEqual((await sql<{ name: string }>`select name from items order by rowid`.execute(database.db)).rows.map((row) => row.name), ['one', 'two']);
+    } finally {
+      await database.close();
+    }
   });
 });
 

@@ -748,6 +748,26 @@ describe('updating engrams', () => {
     assert.deepEqual(listed.find((e: { uid: string }) => e.uid === first.uid), first);
   });
 
+  test('a large array mixing new and existing engrams is answered as stored, in the order sent', async () => {
+    const { server } = context;
+    const { user, modId } = await ownerWithMod(server);
+    // Past the store's look-up (500) and insert (100) chunks: every third element exists already.
+    const existing = await publish(server, user, Array.from({ length: 200 }, () => engramFor(modId)));
+    const inputs: EngramInput[] = Array.from({ length: 600 }, (_, n) =>
+      n % 3 === 0 ? ({ path: existing[n / 3].path, label: `Renamed ${n}` } as EngramInput) : engramFor(modId, { availability: n % 32 }),
+    );
+    const body = await publish(server, user, inputs);
+    assert.deepEqual(
+      body.map((engram: { path: string }) => engram.path),
+      inputs.map((input) => input.path),
+    );
+    assert.equal(body[3].label, 'Renamed 3');
+    assert.equal(body[3].uid, existing[1].uid);
+    const listed = new Map((await listOfMod(server, modId)).map((engram: { uid: string }) => [engram.uid, engram]));
+    assert.equal(listed.size, 600);
+    for (const engram of body) assert.deepEqual(listed.get(engram.uid), engram);
+  });
+
   test('an invalid update is 400 and leaves the engram unchanged', async () => {
     const { server } = context;
     const { user, modId } = await ownerWithMod(server);

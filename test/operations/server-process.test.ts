@@ -198,7 +198,7 @@ describe('the compiled server with WORKERS=1', { timeout: 120_000 }, () => {
   });
 });
 
-describe('the compiled SQLite checkpoint worker (its own bundle, dist/db/wal-checkpoint-worker.js)', { skip: process.env.DATABASE_URL?.startsWith('postgres') && 'SQLite only' }, () => {
+describe('the compiled SQLite thread (its own bundle, dist/db/sqlite-thread-worker.js): checkpoints', { skip: process.env.DATABASE_URL?.startsWith('postgres') && 'SQLite only' }, () => {
   test('copies the log back into the database file', async () => {
     // The compiled connection module starts the worker from the file beside it, as the server bundle does.
     const { openDatabase } = (await import(join(build, 'db/connection.js'))) as typeof import('../../src/db/connection.ts');
@@ -227,7 +227,7 @@ describe('the compiled SQLite checkpoint worker (its own bundle, dist/db/wal-che
   });
 });
 
-describe('the compiled SQLite batch writer (its own bundle, dist/db/batch-writer-worker.js)', { skip: process.env.DATABASE_URL?.startsWith('postgres') && 'SQLite only' }, () => {
+describe('the compiled SQLite thread (its own bundle, dist/db/sqlite-thread-worker.js): batches', { skip: process.env.DATABASE_URL?.startsWith('postgres') && 'SQLite only' }, () => {
   test('writes a batch on its thread', async () => {
     const { openDatabase } = (await import(join(build, 'db/connection.js'))) as typeof import('../../src/db/connection.ts');
     const dir = mkdtempSync(join(ROOT, '.scratch', 'batch-'));

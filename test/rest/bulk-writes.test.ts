@@ -10,7 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import BetterSqlite3 from 'better-sqlite3';
 import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
-import { BatchWriterUnavailable, type BatchStatement } from '../../src/db/batch-writer.ts';
+import { BatchWriterUnavailable, type BatchStatement } from '../../src/db/sqlite-thread.ts';
 import type { Database } from '../../src/db/connection.ts';
 import { bearerAuth } from '../../src/http/bearer-auth.ts';
 import { findAccessToken } from '../../src/oauth/sessions.ts';

@@ -133,8 +133,8 @@ export async function engramRoutes(v1: FastifyInstance): Promise<void> {
     if (items.length === 0) throw badRequest('The array of engrams is empty');
     if (items.length > MAX_ENGRAMS_PER_REQUEST) throw badRequest(`At most ${MAX_ENGRAMS_PER_REQUEST} engrams per request`);
     const writes = items.map((item, index) => parseWrite(item, Array.isArray(body) ? index : undefined));
-    const uids = writes.map((write) => write.path.toLowerCase());
-    const repeated = uids.findIndex((uid, index) => uids.indexOf(uid) !== index);
+    const seen = new Set<string>();
+    const repeated = writes.findIndex(({ path }) => seen.size === seen.add(path.toLowerCase()).size);
     if (repeated >= 0) throw badRequest(`Path ${writes[repeated]!.path} appears twice in the request`, { index: repeated });
     const rows = await saveEngrams(db(), request.signedBy!, writes).catch((error) => {
       throw engramRuleErrorToApiError(error);

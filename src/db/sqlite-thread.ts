@@ -1,11 +1,11 @@
 import type { Worker } from 'node:worker_threads';
-import type { BatchReply, BatchRequest, BatchStatement, BatchWriterData } from './batch-writer-worker.ts';
+import type { BatchReply, BatchStatement, SqliteThreadData, ThreadRequest } from './sqlite-thread-worker.ts';
 import type { SqliteConnections } from './sqlite-driver.ts';
 import { startDbWorker } from './worker-module.ts';
 
-export type { BatchStatement } from './batch-writer-worker.ts';
+export type { BatchStatement } from './sqlite-thread-worker.ts';
 
-/** The batch writer's thread could not take the batch (it could not start, or stopped): nothing was written. */
+/** The thread could not take the batch (it could not start, or stopped): nothing was written. */
 export class BatchWriterUnavailable extends Error {}
 
 /** A batch that SQLite refused, rolled back: `code` is SQLite's (e.g. SQLITE_CONSTRAINT_UNIQUE). */
@@ -18,21 +18,31 @@ export class BatchWriteError extends Error {
   }
 }
 
-/** A thread costs ~8 MiB: it goes after this long without a batch, and comes back with the next. */
+/** A thread costs ~8 MiB: without checkpoints to run, it goes after this long without a batch (default). */
 const IDLE_MS = 60_000;
 
 /**
- * Writes batches of statements to an SQLite database atomically on a worker thread with its own
- * write connection, so that their INSERTs and their COMMIT (for a 250-object POST, ~1,300 log write
- * calls) no longer block the thread that answers requests: its reads go on meanwhile (WAL). The
- * request thread's write lock is held for each batch, after any open group commit has committed,
- * so no other transaction of this process interleaves with it.
+ * The one worker thread of an SQLite database on a file, with its own write connection, and its
+ * two jobs (one thread rather than one each: a thread is ~8 MiB of the server's RSS):
+ *
+ * - **Batches.** Writes batches of statements atomically, so that their INSERTs and their COMMIT
+ *   (for a 250-object POST, ~1,300 log write calls) no longer block the thread that answers
+ *   requests: its reads go on meanwhile (WAL). The request thread's write lock is held for each
+ *   batch, after any open group commit has committed, so no other transaction of this process
+ *   interleaves with it.
+ * - **Checkpoints**, while turned on (see BackgroundCheckpoints in connection.ts): a PASSIVE one
+ *   every interval, between batches, copying the log back into the database file.
+ *
+ * The thread runs while checkpoints are on, while a batch is in flight, and for `idleMs` after the
+ * last batch; it starts with whichever job comes first, carrying the checkpoints' setting.
  */
-export class BatchWriter {
+export class SqliteThread {
   #worker: Worker | undefined;
   #pending = new Map<number, { worker: Worker; resolve: (written: boolean) => void; reject: (error: Error) => void }>();
   #nextId = 0;
+  /** Set from a batch's answer until `idleMs` later: a batch came recently. */
   #idleTimer: NodeJS.Timeout | undefined;
+  #checkpointMs = 0;
   /** stop() was called: no new batch is taken; those asked for before still run. */
   #closing = false;
   /** stop() has the lock: no thread starts any more. */
@@ -43,6 +53,7 @@ export class BatchWriter {
     private readonly connections: Pick<SqliteConnections, 'lock' | 'group' | 'afterWrite'>,
     /** The writer's wal_autocheckpoint now, which the thread's connection follows. */
     private readonly autocheckpoint: () => number,
+    private readonly idleMs = IDLE_MS,
   ) {}
 
   /**
@@ -63,6 +74,26 @@ export class BatchWriter {
     }
   }
 
+  /**
+   * Checkpoints every `intervalMs` from now on; 0 turns them off (the thread then goes once no
+   * batch came within `idleMs`). Throws when no thread could be started for them.
+   */
+  checkpointEvery(intervalMs: number): void {
+    if (this.#stopped || intervalMs === this.#checkpointMs) return;
+    this.#checkpointMs = intervalMs;
+    const worker = this.#worker;
+    if (!worker) {
+      if (intervalMs === 0) return;
+      try {
+        this.#start();
+      } catch (error) {
+        this.#checkpointMs = 0;
+        throw error;
+      }
+    } else if (intervalMs === 0 && this.#pending.size === 0 && this.#idleTimer === undefined) void this.#stopWorker();
+    else worker.postMessage({ checkpointMs: intervalMs } satisfies ThreadRequest);
+  }
+
   /** Waits for the batch in flight, then stops the thread; later batches are BatchWriterUnavailable. */
   async stop(): Promise<void> {
     this.#closing = true;
@@ -70,7 +101,8 @@ export class BatchWriter {
     await lock.acquire();
     try {
       this.#stopped = true;
-      clearTimeout(this.#idleTimer);
+      this.#checkpointMs = 0;
+      this.#clearIdle();
       await this.#stopWorker();
     } finally {
       lock.release();
@@ -89,7 +121,7 @@ export class BatchWriter {
     }
   }
 
-  #send(request: Extract<BatchRequest, { statements: unknown }>): Promise<boolean> {
+  #send(request: Extract<ThreadRequest, { statements: unknown }>): Promise<boolean> {
     if (this.#stopped) return Promise.reject(new BatchWriterUnavailable('the database is closed'));
     let worker: Worker;
     try {
@@ -97,7 +129,7 @@ export class BatchWriter {
     } catch (error) {
       return Promise.reject(new BatchWriterUnavailable(`no batch writer thread: ${String(error)}`));
     }
-    clearTimeout(this.#idleTimer);
+    this.#clearIdle();
     return new Promise<boolean>((resolve, reject) => {
       this.#pending.set(request.id, { worker, resolve, reject });
       // Kept alive while a batch is in flight, not while idle.
@@ -106,24 +138,33 @@ export class BatchWriter {
     });
   }
 
+  #clearIdle(): void {
+    clearTimeout(this.#idleTimer);
+    this.#idleTimer = undefined;
+  }
+
   #start(): Worker {
-    const data: BatchWriterData = { path: this.path };
+    const data: SqliteThreadData = { path: this.path, checkpointMs: this.#checkpointMs };
     // Its heap holds one batch's parameters (1,000 objects at most) and a few statements.
-    const worker = startDbWorker('batch-writer-worker', data, { maxYoungGenerationSizeMb: 2, maxOldGenerationSizeMb: 32 });
+    const worker = startDbWorker('sqlite-thread-worker', data, { maxYoungGenerationSizeMb: 2, maxOldGenerationSizeMb: 32 });
     worker.on('message', (reply: BatchReply) => {
       const waiter = this.#pending.get(reply.id);
       if (!waiter) return;
       this.#pending.delete(reply.id);
       if (this.#pending.size === 0) {
         worker.unref();
-        this.#idleTimer = setTimeout(() => void this.#stopWorker(), IDLE_MS).unref();
+        this.#idleTimer = setTimeout(() => {
+          this.#idleTimer = undefined;
+          if (this.#checkpointMs === 0) void this.#stopWorker();
+        }, this.idleMs).unref();
       }
       if (reply.error) waiter.reject(new BatchWriteError(reply.error.message, reply.error.code));
       else waiter.resolve(reply.written === true);
     });
     // A thread that dies (or cannot open the database) fails what it had not answered, as not
     // written: its connection closed with the thread, which rolls back an open transaction. The next
-    // batch starts a new thread.
+    // batch starts a new thread, with the checkpoints if they are on; until then the writer's own
+    // automatic checkpoint is their backstop.
     const lost = (reason: string) => {
       if (this.#worker === worker) this.#worker = undefined;
       for (const [id, waiter] of this.#pending) {
@@ -145,7 +186,7 @@ export class BatchWriter {
     this.#worker = undefined;
     worker.ref();
     const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
-    worker.postMessage({ id: this.#nextId++, stop: true } satisfies BatchRequest);
+    worker.postMessage({ id: this.#nextId++, stop: true } satisfies ThreadRequest);
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([exited, new Promise((resolve) => (timer = setTimeout(resolve, 2000)))]);
     clearTimeout(timer);

@@ -1,13 +1,17 @@
-// The worker thread of batch-writer.ts (its own entry point: scripts/build.mjs bundles it to
-// dist/db/batch-writer-worker.js). It opens its own write connection to the database and runs each
-// batch it is sent as one transaction, answering `{ id, written }` once committed (or left
-// unwritten, see BatchRequest), or `{ id, error }` with SQLite's code and message once rolled back.
+// The worker thread of sqlite-thread.ts (its own entry point: scripts/build.mjs bundles it to
+// dist/db/sqlite-thread-worker.js). It opens one write connection to the database and does two
+// jobs on it: each batch it is sent runs as one transaction, answered `{ id, written }` once
+// committed (or left unwritten, see BatchRequest), or `{ id, error }` with SQLite's code and
+// message once rolled back; and, while asked to (`checkpointMs` > 0), a PASSIVE checkpoint every
+// `checkpointMs` between batches.
 import { parentPort, workerData } from 'node:worker_threads';
 import BetterSqlite3 from 'better-sqlite3';
 import { configureWriter } from './sqlite-writer-settings.ts';
 
-export interface BatchWriterData {
+export interface SqliteThreadData {
   path: string;
+  /** The checkpoints' interval at start; 0: none. */
+  checkpointMs: number;
 }
 
 export interface BatchStatement {
@@ -16,16 +20,20 @@ export interface BatchStatement {
 }
 
 /**
- * `unless`: SELECTs run first, in the same transaction; when one answers a row, nothing is written
- * (answered `written: false`). `autocheckpoint`: the log's length (wal_autocheckpoint) past which
- * this batch's commit checkpoints it.
+ * A batch: `unless`, SELECTs run first, in the same transaction; when one answers a row, nothing is
+ * written (answered `written: false`). `autocheckpoint`: the log's length (wal_autocheckpoint) past
+ * which this batch's commit checkpoints it. `checkpointMs`: the checkpoints' interval from now on
+ * (0: none), not answered. `stop`: closes the connection, answered once closed.
  */
-export type BatchRequest = { id: number; statements: readonly BatchStatement[]; unless: readonly BatchStatement[]; autocheckpoint: number } | { id: number; stop: true };
+export type ThreadRequest =
+  | { id: number; statements: readonly BatchStatement[]; unless: readonly BatchStatement[]; autocheckpoint: number }
+  | { checkpointMs: number }
+  | { id: number; stop: true };
 export type BatchReply = { id: number; written?: boolean; error?: { code?: string; message: string } };
 
-if (!parentPort) throw new Error('batch-writer-worker runs as a worker thread (see batch-writer.ts)');
+if (!parentPort) throw new Error('sqlite-thread-worker runs as a worker thread (see sqlite-thread.ts)');
 const port = parentPort;
-const { path } = workerData as BatchWriterData;
+const { path, checkpointMs } = workerData as SqliteThreadData;
 const db = new BetterSqlite3(path, { fileMustExist: true });
 configureWriter(db);
 let autocheckpoint = 1000;
@@ -43,8 +51,8 @@ function prepare(text: string): BetterSqlite3.Statement {
 /** True when written, false when one of `unless` answered a row (nothing written). */
 function write(batch: readonly BatchStatement[], unless: readonly BatchStatement[]): boolean {
   // IMMEDIATE: the write lock is taken at BEGIN, so what `unless` finds still holds at the INSERTs
-  // (the request thread's writer holds no transaction meanwhile; the checkpoint thread's passive
-  // checkpoints never hold it).
+  // (the request thread's writer holds no transaction meanwhile; this thread's own checkpoints run
+  // between batches, and PASSIVE ones never hold the write lock anyway).
   prepare('begin immediate').run();
   try {
     const found = unless.some(({ sql, parameters }) => prepare(sql).get(parameters as unknown[]) !== undefined);
@@ -57,8 +65,29 @@ function write(batch: readonly BatchStatement[], unless: readonly BatchStatement
   }
 }
 
-port.on('message', (request: BatchRequest) => {
+let checkpointTimer: NodeJS.Timeout | undefined;
+function checkpointEvery(intervalMs: number): void {
+  clearTimeout(checkpointTimer);
+  checkpointTimer = undefined;
+  if (intervalMs <= 0) return;
+  const pass = () => {
+    try {
+      db.pragma('wal_checkpoint(PASSIVE)');
+    } catch {
+      // busy, or the database is going away: the next pass tries again
+    }
+    checkpointTimer = setTimeout(pass, intervalMs);
+  };
+  pass();
+}
+
+port.on('message', (request: ThreadRequest) => {
+  if ('checkpointMs' in request) {
+    checkpointEvery(request.checkpointMs);
+    return;
+  }
   if ('stop' in request) {
+    checkpointEvery(0);
     db.close();
     port.postMessage({ id: request.id } satisfies BatchReply);
     port.close();
@@ -74,3 +103,4 @@ port.on('message', (request: BatchRequest) => {
   }
   port.postMessage(reply);
 });
+checkpointEvery(checkpointMs);
