@@ -171,6 +171,8 @@ try {
       const files = readdirSync(profileDirs[index]!).filter((file) => file.endsWith('.cpuprofile'));
       for (const file of files) {
         const { runs, busyMs, top, inclusive } = stretches(JSON.parse(readFileSync(join(profileDirs[index]!, file), 'utf8')) as Profile);
+        // A worker thread's profile (the checkpointer's, an idle batch writer's) may hold no busy sample in the windows.
+        if (runs.length === 0) continue;
         runs.sort((a, b) => a - b);
         const at = (q: number) => runs[Math.min(runs.length - 1, Math.floor(q * runs.length))]!.toFixed(2);
         console.log(`\n${build.name}: busy ${busyMs.toFixed(0)} ms over the profile; synchronous stretches ≥ 1 ms: ${runs.filter((r) => r >= 1).length}; p50 ${at(0.5)} p90 ${at(0.9)} p99 ${at(0.99)} max ${at(1)} ms; busy per request ~${(busyMs / Math.max(1, counts[index]!)).toFixed(2)} ms`);
