@@ -4,7 +4,8 @@
 // from /proc, as bench/compare-builds.ts reads them) for `GET /v4/projects?pageSize=250` (page, 10
 // connections) or `POST /v4/projects` of 250 new objects with client ids (post, 2 connections, as the
 // bench's mixed case posts). The builds run at once on one database and are measured in turn, the
-// order turning each round, so the figures of a round share the machine's state.
+// order turning each round, so the figures of a round share the machine's state. With --database
+// the CPU of each server's PostgreSQL backends is added (and shown apart).
 //
 // --profile starts each server with `--cpu-prof` (100 µs samples) and, at the end, reads from each
 // profile the synchronous stretches: runs of consecutive samples that are not idle, i.e. how long
@@ -17,6 +18,8 @@ import { parseArgs } from 'node:util';
 import { BENCH_HOST, mintSecrets, projects } from './fixtures.ts';
 import { measure, type Load } from './measure.ts';
 import { productionStart, startProcess, type Running } from './processes.ts';
+import { backendCpu, backendMsSince } from './pg-backends.ts';
+import pg from 'pg';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -98,8 +101,10 @@ const databaseUrl = values.database ?? `sqlite:${join(dir, 'bench.db')}`;
 const servers: Running[] = [];
 const profileDirs: string[] = [];
 const counts: number[] = builds.map(() => 0);
+let admin: pg.Client | undefined;
 try {
   const secrets = await mintSecrets(databaseUrl, 1);
+  if (values.database) await (admin = new pg.Client({ connectionString: values.database })).connect();
   const start = productionStart();
   const env = { ...start.env, SECRETS_KEY: randomBytes(32).toString('base64'), DATABASE_URL: databaseUrl, BASE_URL: `https://${BENCH_HOST}`, RATE_LIMIT_V1: '1000000000', RATE_LIMIT_V4: '1000000000', LOG_LEVEL: 'info' };
   for (const [index, build] of builds.entries()) {
@@ -112,7 +117,8 @@ try {
       copyFileSync(join(dir, 'bench.db'), join(dir, `bench-${index}.db`));
       own = { ...env, DATABASE_URL: `sqlite:${join(dir, `bench-${index}.db`)}` };
     }
-    servers.push(await startProcess(build.entry, own, '/healthz', [...flags, ...build.extraFlags]));
+    // On PostgreSQL each server's connections carry an application_name of their own, so its backends' CPU counts too.
+    servers.push(await startProcess(build.entry, { ...own, PGAPPNAME: `rest-cpu-${process.pid}-${index}` }, '/healthz', [...flags, ...build.extraFlags]));
   }
   const projectIds: string[] = [];
   for (const server of servers) projectIds.push(values.database && projectIds.length > 0 ? projectIds[0]! : await projects(server.url, secrets.accessToken, 300));
@@ -150,14 +156,19 @@ try {
     const line: string[] = [];
     for (const index of order) {
       const server = servers[index]!;
+      const appName = `rest-cpu-${process.pid}-${index}`;
+      const backendsBefore = await backendCpu(admin, appName);
       const before = cpuMs(server.pid);
       const from = nowUs();
       const measured = await measure(server.url, load, options);
       windows.push([from, nowUs()]);
+      const serverMs = cpuMs(server.pid) - before;
+      const backendMs = backendMsSince(backendsBefore, await backendCpu(admin, appName));
       if (measured.failed > 0) throw new Error(`${builds[index]!.name}: ${measured.failed} failed requests`);
       counts[index]! += measured.requests;
-      perRequest[index]!.push((cpuMs(server.pid) - before) / measured.requests);
-      line[index] = `${builds[index]!.name} ${measured.requestsPerSecond} req/s ${perRequest[index]!.at(-1)!.toFixed(2)} CPU ms`;
+      perRequest[index]!.push((serverMs + backendMs) / measured.requests);
+      const pgPart = admin ? ` (server ${(serverMs / measured.requests).toFixed(2)} + PostgreSQL ${(backendMs / measured.requests).toFixed(2)})` : '';
+      line[index] = `${builds[index]!.name} ${measured.requestsPerSecond} req/s ${perRequest[index]!.at(-1)!.toFixed(2)} CPU ms${pgPart}`;
     }
     console.log(`round ${round}: ${line.join('; ')}`);
   }
@@ -166,6 +177,7 @@ try {
 } finally {
   for (const [index, server] of servers.entries()) console.log(`${builds[index]!.name}: peak RSS ${server.memory().peakMiB} MiB`);
   for (const server of servers) await server.stop();
+  await admin?.end();
   if (values.profile) {
     for (const [index, build] of builds.entries()) {
       const files = readdirSync(profileDirs[index]!).filter((file) => file.endsWith('.cpuprofile'));
