@@ -28,6 +28,7 @@ import { BENCH_HOST, REDIRECT_URI, legacyData, mintSecrets, projects } from './f
 import pg from 'pg';
 import { measure, type Load } from './measure.ts';
 import { freshSchema } from './postgres-schema.ts';
+import { backendCpu, backendMsSince } from './pg-backends.ts';
 import { startProcess, type Running } from './processes.ts';
 
 const { values } = parseArgs({
@@ -55,29 +56,13 @@ function cpuMs(pid: number): number {
 const appNames = new Map<number, string>();
 let admin: pg.Client | undefined;
 
-/** CPU milliseconds used so far by each backend serving `appName`'s connections, by backend pid. */
-async function backendCpu(appName: string | undefined): Promise<Map<number, number>> {
-  const cpu = new Map<number, number>();
-  if (!admin || !appName) return cpu;
-  const { rows } = await admin.query<{ pid: number }>('select pid from pg_stat_activity where application_name = $1', [appName]);
-  for (const { pid } of rows) {
-    try {
-      cpu.set(pid, cpuMs(pid));
-    } catch {
-      // ended meanwhile
-    }
-  }
-  return cpu;
-}
-
 async function measureCpu(server: Running, load: Load) {
   const appName = appNames.get(server.pid);
-  const backendsBefore = await backendCpu(appName);
+  const backendsBefore = await backendCpu(admin, appName);
   const before = cpuMs(server.pid);
   const figures = await measure(server.url, load, { seconds, connections });
   const serverMs = cpuMs(server.pid) - before;
-  let backendMs = 0;
-  for (const [pid, ms] of await backendCpu(appName)) backendMs += ms - (backendsBefore.get(pid) ?? 0);
+  const backendMs = backendMsSince(backendsBefore, await backendCpu(admin, appName));
   const requests = Math.max(1, figures.requests);
   return { ...figures, cpuUs: (serverMs * 1000) / requests, pgUs: admin ? (backendMs * 1000) / requests : undefined };
 }

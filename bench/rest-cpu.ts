@@ -4,7 +4,8 @@
 // from /proc, as bench/compare-builds.ts reads them) for `GET /v4/projects?pageSize=250` (page, 10
 // connections) or `POST /v4/projects` of 250 new objects with client ids (post, 2 connections, as the
 // bench's mixed case posts). The builds run at once on one database and are measured in turn, the
-// order turning each round, so the figures of a round share the machine's state.
+// order turning each round, so the figures of a round share the machine's state. With --database
+// the CPU of each server's PostgreSQL backends is added (and shown apart).
 //
 // --profile starts each server with `--cpu-prof` (100 µs samples) and, at the end, reads from each
 // profile the synchronous stretches: runs of consecutive samples that are not idle, i.e. how long
@@ -24,6 +25,8 @@ import { BENCH_HOST, legacyData, mintSecrets, projects, type LegacyData } from '
 import { measure, type Load } from './measure.ts';
 import { productionStart, startProcess, type Running } from './processes.ts';
 import { FakeWorkshop } from '../test/helpers/workshop.ts';
+import { backendCpu, backendMsSince } from './pg-backends.ts';
+import pg from 'pg';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -128,8 +131,10 @@ const servers: Running[] = [];
 const profileDirs: string[] = [];
 const counts: number[] = builds.map(() => 0);
 const workshop = await new FakeWorkshop().start();
+let admin: pg.Client | undefined;
 try {
   const secrets = await mintSecrets(databaseUrl, 1);
+  if (values.database) await (admin = new pg.Client({ connectionString: values.database })).connect();
   const start = productionStart();
   const env = { ...start.env, SECRETS_KEY: randomBytes(32).toString('base64'), DATABASE_URL: databaseUrl, BASE_URL: `https://${BENCH_HOST}`, RATE_LIMIT_V1: '1000000000', RATE_LIMIT_V4: '1000000000', LOG_LEVEL: 'info', WORKSHOP_URL: workshop.template };
   for (const [index, build] of builds.entries()) {
@@ -142,7 +147,8 @@ try {
       copyFileSync(join(dir, 'bench.db'), join(dir, `bench-${index}.db`));
       own = { ...env, DATABASE_URL: `sqlite:${join(dir, `bench-${index}.db`)}` };
     }
-    servers.push(await startProcess(build.entry, own, '/healthz', [...flags, ...build.extraFlags]));
+    // On PostgreSQL each server's connections carry an application_name of their own, so its backends' CPU counts too.
+    servers.push(await startProcess(build.entry, { ...own, PGAPPNAME: `rest-cpu-${process.pid}-${index}` }, '/healthz', [...flags, ...build.extraFlags]));
   }
   const projectIds: string[] = [];
   for (const server of servers) projectIds.push(values.database && projectIds.length > 0 ? projectIds[0]! : await projects(server.url, secrets.accessToken, 300));
@@ -199,14 +205,19 @@ try {
     const line: string[] = [];
     for (const index of order) {
       const server = servers[index]!;
+      const appName = `rest-cpu-${process.pid}-${index}`;
+      const backendsBefore = await backendCpu(admin, appName);
       const before = cpuMs(server.pid);
       const from = nowUs();
       const measured = await measure(server.url, load, options);
       windows.push([from, nowUs()]);
+      const serverMs = cpuMs(server.pid) - before;
+      const backendMs = backendMsSince(backendsBefore, await backendCpu(admin, appName));
       if (measured.failed > 0) throw new Error(`${builds[index]!.name}: ${measured.failed} failed requests`);
       counts[index]! += measured.requests;
-      perRequest[index]!.push((cpuMs(server.pid) - before) / measured.requests);
-      line[index] = `${builds[index]!.name} ${measured.requestsPerSecond} req/s ${perRequest[index]!.at(-1)!.toFixed(2)} CPU ms`;
+      perRequest[index]!.push((serverMs + backendMs) / measured.requests);
+      const pgPart = admin ? ` (server ${(serverMs / measured.requests).toFixed(2)} + PostgreSQL ${(backendMs / measured.requests).toFixed(2)})` : '';
+      line[index] = `${builds[index]!.name} ${measured.requestsPerSecond} req/s ${perRequest[index]!.at(-1)!.toFixed(2)} CPU ms${pgPart}`;
     }
     console.log(`round ${round}: ${line.join('; ')}`);
   }
@@ -216,11 +227,14 @@ try {
   for (const [index, server] of servers.entries()) console.log(`${builds[index]!.name}: peak RSS ${server.memory().peakMiB} MiB`);
   for (const server of servers) await server.stop();
   await workshop.stop();
+  await admin?.end();
   if (values.profile) {
     for (const [index, build] of builds.entries()) {
       const files = readdirSync(profileDirs[index]!).filter((file) => file.endsWith('.cpuprofile'));
       for (const file of files) {
         const { runs, busyMs, top, inclusive } = stretches(JSON.parse(readFileSync(join(profileDirs[index]!, file), 'utf8')) as Profile);
+        // A worker thread's profile (the checkpointer's, an idle batch writer's) may hold no busy sample in the windows.
+        if (runs.length === 0) continue;
         runs.sort((a, b) => a - b);
         const at = (q: number) => runs[Math.min(runs.length - 1, Math.floor(q * runs.length))]!.toFixed(2);
         console.log(`\n${build.name}: busy ${busyMs.toFixed(0)} ms over the profile; synchronous stretches ≥ 1 ms: ${runs.filter((r) => r >= 1).length}; p50 ${at(0.5)} p90 ${at(0.9)} p99 ${at(0.99)} max ${at(1)} ms; busy per request ~${(busyMs / Math.max(1, counts[index]!)).toFixed(2)} ms`);

@@ -16,9 +16,9 @@ export interface Database {
   /**
    * Runs a SELECT outside any transaction and answers its rows as arrays of column values, in
    * the order of its select list (better-sqlite3's raw mode on the read connection; pg's
-   * rowMode 'array'): a long page then builds no object per row.
+   * rowMode 'array'): a long page then builds no object per row. `prepared`: as for selectRows.
    */
-  selectArrays(sql: string, parameters: readonly unknown[]): Promise<unknown[][]>;
+  selectArrays(sql: string, parameters: readonly unknown[], prepared?: boolean): Promise<unknown[][]>;
   /**
    * Runs a SELECT outside any transaction and answers its rows as objects, straight through the
    * driver (the read connection on SQLite, the pool on PostgreSQL) rather than Kysely's executor,
@@ -137,10 +137,7 @@ function open(target: DatabaseTarget, options: OpenOptions): Database {
   const db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool }) });
   return {
     db,
-    async selectArrays(text, parameters) {
-      const result = await pool.query<unknown[]>({ text, values: [...parameters], rowMode: 'array' });
-      return result.rows;
-    },
+    selectArrays: (text, parameters, prepared) => queryRows(pool, text, parameters, prepared, 'array') as Promise<unknown[][]>,
     selectRows: (text, parameters, prepared) => queryRows(pool, text, parameters, prepared),
     writeRows: (query, parameters, prepared) => queryRows(pool, query.sql, parameters, prepared),
     ping: () => ping(db),
@@ -169,10 +166,12 @@ function preparedStatement(text: string): string {
   return name;
 }
 
-async function queryRows(pool: pg.Pool, text: string, parameters: readonly unknown[], prepared = false): Promise<unknown[]> {
+async function queryRows(pool: pg.Pool, text: string, parameters: readonly unknown[], prepared = false, rowMode?: 'array'): Promise<unknown[]> {
   const values = [...parameters];
-  if (!prepared) return (await pool.query({ text, values })).rows;
-  const run = async () => (await pool.query({ name: preparedStatement(text), text, values })).rows;
+  // (pg's types take rowMode only in an overload of its own, answering arrays.)
+  const config = (name?: string) => ({ name, text, values, rowMode }) as pg.QueryConfig;
+  if (!prepared) return (await pool.query(config())).rows;
+  const run = async () => (await pool.query(config(preparedStatement(text)))).rows;
   try {
     return await run();
   } catch (error) {

@@ -143,8 +143,8 @@ export function reusableQuery<P extends Params, R, F = undefined>(
    * Database.selectArrays).
    */
   execute.arrays = async function arrays(database: Database, params: P, ...[form]: F extends undefined ? [form?: F] : [form: F]): Promise<unknown[][]> {
-    const { compiled, slots } = template(database.db, params, form as F);
-    return database.selectArrays(compiled.sql, parametersOf(slots, params));
+    const { compiled, slots, prepared } = template(database.db, params, form as F);
+    return database.selectArrays(compiled.sql, parametersOf(slots, params), prepared);
   };
 
   return execute;

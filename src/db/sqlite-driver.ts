@@ -25,6 +25,11 @@ export class WriteLock {
     return this.#held;
   }
 
+  /** Someone waits for the lock. */
+  get wanted(): boolean {
+    return this.#waiting.length > 0;
+  }
+
   /** Resolves once the lock is this caller's. */
   acquire(): Promise<void> {
     if (!this.#held) {

@@ -27,9 +27,9 @@ const IDLE_MS = 60_000;
  *
  * - **Batches.** Writes batches of statements atomically, so that their INSERTs and their COMMIT
  *   (for a 250-object POST, ~1,300 log write calls) no longer block the thread that answers
- *   requests: its reads go on meanwhile (WAL). The request thread's write lock is held for each
- *   batch, after any open group commit has committed, so no other transaction of this process
- *   interleaves with it.
+ *   requests: its reads go on meanwhile (WAL). The request thread's write lock is held while
+ *   batches are in flight (taken after any open group commit has committed), so no other
+ *   transaction of this process interleaves with them.
  * - **Checkpoints**, while turned on (see BackgroundCheckpoints in connection.ts): a PASSIVE one
  *   every interval, between batches, copying the log back into the database file.
  *
@@ -40,6 +40,11 @@ export class SqliteThread {
   #worker: Worker | undefined;
   #pending = new Map<number, { worker: Worker; resolve: (written: boolean) => void; reject: (error: Error) => void }>();
   #nextId = 0;
+  /**
+   * The batches sharing one hold of the write lock, which the last of them to end releases; a
+   * batch joins it unless the lock is held and someone else waits for it.
+   */
+  #run: { batches: number; holding: boolean; ready: Promise<void> } | undefined;
   /** Set from a batch's answer until `idleMs` later: a batch came recently. */
   #idleTimer: NodeJS.Timeout | undefined;
   #checkpointMs = 0;
@@ -64,13 +69,25 @@ export class SqliteThread {
    */
   async write(statements: readonly BatchStatement[], unless: readonly BatchStatement[] = []): Promise<boolean> {
     if (this.#closing) throw new BatchWriterUnavailable('the database is closing');
-    await this.#acquire();
+    // Batches in flight under one hold of the lock reach the thread at once and run back to back.
+    // Taking the lock per batch left the thread idle after each one until this thread's event
+    // loop, busy with other requests, took the answer and passed the lock on.
+    let run = this.#run;
+    if (!run || (run.holding && this.connections.lock.wanted)) {
+      const next = { batches: 0, holding: false, ready: this.#acquire().then(() => void (next.holding = true)) };
+      this.#run = run = next;
+    }
+    run.batches++;
     try {
+      await run.ready;
       const written = await this.#send({ id: this.#nextId++, statements, unless, autocheckpoint: this.autocheckpoint() });
       if (written) this.connections.afterWrite?.();
       return written;
     } finally {
-      this.connections.lock.release();
+      if (--run.batches === 0) {
+        if (this.#run === run) this.#run = undefined;
+        this.connections.lock.release();
+      }
     }
   }
 

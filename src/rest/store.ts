@@ -8,7 +8,7 @@ import type { Schema } from '../db/schema.ts';
 import { ApiError, badRequest, forbidden, notFound } from '../http/errors.ts';
 import { isUuid, normalizeUuid, uuidv7 } from '../http/uuid.ts';
 import { classQueries, onClassTable, type ClassQueries, type ListForm, type Params, type Value } from './class-queries.ts';
-import type { Caller, ClassDefinition, FilterCaller, Row } from './definition.ts';
+import type { Caller, ClassDefinition, FilterCaller, PropertyDefinition, Row } from './definition.ts';
 import { instanceWriter, type InstanceWriter } from './json-writer.ts';
 import { rowMapper, selectedColumns, type RowMapper } from './row-mapper.ts';
 
@@ -28,6 +28,9 @@ const UPDATE_CHUNK = 25;
 const MAX_ID_LIST = 512;
 
 const LONE_SURROGATE = /\p{Cs}/u;
+
+/** A property's value as given in JSON, as its column stores it. */
+const fromJson = (property: PropertyDefinition, value: unknown): unknown => (property.fromJson && value !== null ? property.fromJson(value) : value);
 
 /** Lets the event loop serve what is waiting (reads, on SQLite a synchronous driver) before going on. */
 const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -70,6 +73,8 @@ export class ClassStore {
   private readonly mapRow: RowMapper;
   private readonly writeInstance: InstanceWriter;
   private readonly queries: ClassQueries;
+  /** The writable properties, [name, definition], in the class's order. */
+  private readonly writable: ReadonlyArray<readonly [string, PropertyDefinition]>;
 
   constructor(
     private readonly definition: ClassDefinition,
@@ -81,6 +86,7 @@ export class ClassStore {
     this.mapRow = rowMapper(definition);
     this.writeInstance = instanceWriter(definition);
     this.queries = classQueries(definition, dialectOf(database.db));
+    this.writable = Object.entries(definition.properties).filter(([, property]) => property.writable);
   }
 
   private get db(): Kysely<Schema> {
@@ -319,16 +325,13 @@ export class ClassStore {
   }
 
   private convert(name: string, value: unknown): unknown {
-    const property = this.definition.properties[name]!;
-    return property.fromJson && value !== null ? property.fromJson(value) : value;
+    return fromJson(this.definition.properties[name]!, value);
   }
 
   /** Column values for the writable properties in `body`; with `replace`, absent ones reset. */
-  private writtenColumns(caller: Caller, body: Row, mode: 'merge' | 'replace'): Row {
-    const values: Row = {};
-    for (const [name, property] of Object.entries(this.definition.properties)) {
-      if (!property.writable) continue;
-      if (name in body) values[property.column] = this.convert(name, body[name]);
+  private writtenColumns(caller: Caller, body: Row, mode: 'merge' | 'replace', values: Row = {}): Row {
+    for (const [name, property] of this.writable) {
+      if (name in body) values[property.column] = fromJson(property, body[name]);
       else if (mode === 'replace') values[property.column] = property.default ? property.default(caller) : null;
     }
     return values;
@@ -346,15 +349,20 @@ export class ClassStore {
       throw id ? this.notFound([id]) : new ApiError(405, `${this.definition.name} instances cannot be created through the API`);
     }
     const where = index === undefined ? '' : ` (item ${index})`;
-    const values: Row = { [this.idColumn]: id ?? uuidv7(), ...this.writtenColumns(caller, body, 'merge') };
-    for (const [name, property] of Object.entries(this.definition.properties)) {
-      if (!property.writable || property.column in values) continue;
+    const values: Row = {};
+    values[this.idColumn] = id ?? uuidv7();
+    this.writtenColumns(caller, body, 'merge', values);
+    for (const [name, property] of this.writable) {
+      if (property.column in values) continue;
       if (property.default) values[property.column] = property.default(caller);
       else if (property.required) throw badRequest(`Missing required property ${name}${where}`, { property: name, index });
     }
     const now = Date.now();
-    const { timestamps, revision } = this.definition;
-    Object.assign(values, this.definition.onCreate?.(caller));
+    const { timestamps, revision, onCreate } = this.definition;
+    if (onCreate) {
+      const given = onCreate(caller);
+      for (const column in given) values[column] = given[column];
+    }
     if (timestamps?.created) values[timestamps.created] = now;
     if (timestamps?.updated) values[timestamps.updated] = now;
     if (revision) values[revision] = 1;
@@ -411,8 +419,9 @@ export class ClassStore {
     let readBack = !this.columns.every((column) => columns.includes(column));
     let plain = true;
     for (const row of rows) {
-      const keys = Object.keys(row);
-      if (keys.length !== columns.length || !keys.every((key, index) => key === columns[index])) return undefined;
+      let count = 0;
+      for (const key in row) if (key !== columns[count++]) return undefined;
+      if (count !== columns.length) return undefined;
       for (const column of columns) {
         const value = row[column] as Value;
         if (typeof value === 'string') {

@@ -78,6 +78,32 @@ describe('the SQLite batch writer', { skip: !onSqlite && 'SQLite only' }, () => 
     assert.deepEqual((await names()).slice(-2), ['batch 499', 'after the batch']);
   });
 
+  test('batches asked for together reach the thread at once: the second runs while this thread is busy', async () => {
+    const first = database.writeBatch!([insert('together 1')]);
+    const second = database.writeBatch!([insert('together 2')]);
+    // Two turns: the lock is taken and both batches are sent; then this thread is held, reading
+    // through a connection of its own, and never takes the first batch's answer meanwhile.
+    await new Promise((resolve) => setImmediate(resolve));
+    await new Promise((resolve) => setImmediate(resolve));
+    const check = new BetterSqlite3(path, { readonly: true });
+    const count = check.prepare("select count(*) as n from items where name like 'together %'");
+    const deadline = Date.now() + 10_000;
+    let seen = 0;
+    while (seen < 2 && Date.now() < deadline) seen = (count.get() as { n: number }).n;
+    check.close();
+    assert.equal(seen, 2);
+    assert.deepEqual(await Promise.all([first, second]), [true, true]);
+  });
+
+  test('a batch asked for while a write of the request thread waits for the lock comes after that write', async () => {
+    const first = database.writeBatch!([insert(...Array.from({ length: 500 }, (_, n) => `first ${n}`))]);
+    const lone = sql`insert into items (name) values ('between')`.execute(database.db);
+    await new Promise((resolve) => setImmediate(resolve));
+    const second = database.writeBatch!([insert('second')]);
+    await Promise.all([first, lone, second]);
+    assert.deepEqual((await names()).slice(-3), ['first 499', 'between', 'second']);
+  });
+
   test('a thread that dies fails its batch as not written, and the next batch gets a new thread', async () => {
     // A million objects as parameters: past the thread's heap limit (32 MiB), it runs out of memory and stops.
     const error = await database.writeBatch!([insert('lost'), { sql: 'select ?', parameters: Array.from({ length: 1_000_000 }, (_, n) => ({ n })) }]).catch((caught) => caught);
