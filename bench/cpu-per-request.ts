@@ -1,4 +1,5 @@
 // npx tsx bench/cpu-per-request.ts [--seconds 3] [--rounds 3] [--before <entry.js>] [--cases user,engram,download,v4user,v4project,304,refresh,code]
+//   [--secrets 150000 (refresh tokens and codes minted for the refresh and code cases)]
 //   [--database postgres://… (the service on a fresh schema of that database instead of SQLite)]
 //
 // Server CPU time per request (utime + stime of the server process from /proc, divided by the
@@ -38,6 +39,8 @@ const { values } = parseArgs({
     before: { type: 'string' },
     cases: { type: 'string', default: 'user,engram,download,v4user,v4project,304' },
     database: { type: 'string' },
+    // How many refresh tokens and codes to mint for the refresh and code cases (each is used once).
+    secrets: { type: 'string', default: '150000' },
   },
 });
 const seconds = Number(values.seconds);
@@ -102,7 +105,7 @@ const workshop = await new FakeWorkshop().start();
 const running: Running[] = [];
 try {
   // refresh, code: the refresh_token grant and the code exchange, each secret used once (all servers share the database).
-  const secrets = await mintSecrets(databaseUrl, wanted.includes('refresh') || wanted.includes('code') ? 150_000 : 10);
+  const secrets = await mintSecrets(databaseUrl, wanted.includes('refresh') || wanted.includes('code') ? Number(values.secrets) : 10);
   let nextToken = 0;
   let nextCode = 0;
   const env = {
