@@ -1,4 +1,5 @@
 // npx tsx bench/cpu-per-request.ts [--seconds 3] [--rounds 3] [--before <entry.js>] [--cases user,engram,download,v4user,v4project,304,refresh,code]
+//   [--secrets 150000 (refresh tokens and codes minted for the refresh and code cases)]
 //   [--database postgres://… (the service on a fresh schema of that database instead of SQLite)]
 //
 // Server CPU time per request (utime + stime of the server process from /proc, divided by the
@@ -13,7 +14,8 @@
 // Two builds are compared fairly: the data is made by a server process of its own (dist/), which
 // is stopped before either measured build starts, and the builds take turns going first: in odd
 // rounds `before` is measured first in every case, in even rounds the service. (Measuring
-// `before` first every time favoured it in 13 of 14 comparisons.) Use an even --rounds. The last
+// `before` first every time favoured it in 13 of 14 comparisons.) The token floor takes part in
+// the turns too: first in odd rounds, last in even ones. Use an even --rounds. The last
 // lines give each build's median per case and the difference.
 // With --database, PostgreSQL shares the cores, so its CPU per request counts too: each server's
 // connections carry an application_name of their own (PGAPPNAME), and the CPU its backends used
@@ -39,6 +41,8 @@ const { values } = parseArgs({
     before: { type: 'string' },
     cases: { type: 'string', default: 'user,engram,download,v4user,v4project,304' },
     database: { type: 'string' },
+    // How many refresh tokens and codes to mint for the refresh and code cases (each is used once).
+    secrets: { type: 'string', default: '150000' },
   },
 });
 const seconds = Number(values.seconds);
@@ -87,7 +91,7 @@ const workshop = await new FakeWorkshop().start();
 const running: Running[] = [];
 try {
   // refresh, code: the refresh_token grant and the code exchange, each secret used once (all servers share the database).
-  const secrets = await mintSecrets(databaseUrl, wanted.includes('refresh') || wanted.includes('code') ? 150_000 : 10);
+  const secrets = await mintSecrets(databaseUrl, wanted.includes('refresh') || wanted.includes('code') ? Number(values.secrets) : 10);
   let nextToken = 0;
   let nextCode = 0;
   const env = {
@@ -148,13 +152,18 @@ try {
     '304': { path: '/v1/engram.php', headers: { 'if-none-match': probe.headers.get('etag') ?? '"none"', 'accept-encoding': 'br, gzip' }, expectStatus: 304 },
   };
   const builds: Array<[string, Running]> = [...(earlier ? ([['before', earlier]] as Array<[string, Running]>) : []), ['service', service]];
-  /** The servers of a case in the order of this round: the builds take turns going first. */
+  /**
+   * The servers of a case in the order of this round: odd rounds go token floor, before, service;
+   * even rounds the reverse, so no server is always measured first (going first favoured it).
+   */
   const serversOf = (name: string, round = 1): Array<[string, Running]> => {
-    const ordered = round % 2 === 1 ? builds : [...builds].reverse();
-    return tokenFloor && (name === 'refresh' || name === 'code') ? [['token floor', tokenFloor], ...ordered] : ordered;
+    const all: Array<[string, Running]> = tokenFloor && (name === 'refresh' || name === 'code') ? [['token floor', tokenFloor], ...builds] : builds;
+    return round % 2 === 1 ? all : [...all].reverse();
   };
   /** µs of server CPU per request, by case and server label, one figure per round. */
   const perRound = new Map<string, number[]>();
+  /** The same plus the CPU of the server's PostgreSQL backends (with --database). */
+  const withBackends = new Map<string, number[]>();
   // Warm-up: every server JIT-compiles its paths before anything is counted.
   await measure(floor.url, { path: FLOOR_PATH }, { seconds: 1, connections });
   if (floorBearer) await measure(floorBearer.url, { path: FLOOR_PATH, headers: bearer }, { seconds: 1, connections });
@@ -174,6 +183,7 @@ try {
         const figures = await measureCpu(server, cases[name]!);
         const key = `${name}\t${label}`;
         perRound.set(key, [...(perRound.get(key) ?? []), figures.cpuUs]);
+        if (figures.pgUs !== undefined) withBackends.set(key, [...(withBackends.get(key) ?? []), figures.cpuUs + figures.pgUs]);
         const ratio = (figures.requestsPerSecond / reference.requestsPerSecond).toFixed(2);
         // The reference's CPU per request over ours: what the req/s ratio would be on a machine where CPU is the bound.
         const cpuRatio = (reference.cpuUs / Math.max(1, figures.cpuUs)).toFixed(2);
@@ -198,6 +208,10 @@ try {
       ? ` (service − before: ${(median(serviceUs!) - median(beforeUs!)).toFixed(1)}; per round, median ${median(paired).toFixed(1)}, service cheaper in ${paired.filter((us) => us < 0).length} of ${paired.length})`
       : '';
     console.log(`  ${name}: ${parts.join(' | ')}${change}`);
+    if (withBackends.size > 0) {
+      const labels = serversOf(name).map(([label]) => label);
+      console.log(`  ${name}, server + PostgreSQL backends: ${labels.map((label) => `${label} ${median(withBackends.get(`${name}\t${label}`) ?? [NaN]).toFixed(1)}`).join(' | ')}`);
+    }
   }
 } finally {
   for (const server of running) await server.stop();

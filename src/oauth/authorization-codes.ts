@@ -1,7 +1,7 @@
-import { sql, type ExpressionBuilder, type Kysely } from 'kysely';
+import { sql, type ExpressionBuilder, type Kysely, type QueryCreator, type UpdateQueryBuilder } from 'kysely';
 import { writesInWith } from '../db/dialect.ts';
 import { reusableQuery } from '../db/reusable-query.ts';
-import type { Schema } from '../db/schema.ts';
+import type { Schema, SessionsTable } from '../db/schema.ts';
 import { authenticatedClient, type ClientProof } from './clients.ts';
 import { hashSecret, newSecret } from './secrets.ts';
 import { insertSession, issuedTokens, newSession, newTokenPair, type IssuedTokens, type NewSessionRow, type SessionGrant } from './sessions.ts';
@@ -55,16 +55,19 @@ export async function exchangeAuthorizationCode(db: Kysely<Schema>, codeHash: st
 }
 
 // The token endpoint's statements are compiled once: building them per request cost more than running them.
-const claimOf = (db: Kysely<Schema>, { codeHash, sessionId, now }: { codeHash: string; sessionId: string; now: number }) =>
-  db.updateTable('authorization_codes').set({ used_at: now, session_id: sessionId }).where('code_hash', '=', codeHash).where('used_at', 'is', null).returning('session_id');
+/** Marks the code used by the session, if it is unused; callers add their checks and RETURNING. */
+const claimOf = (db: QueryCreator<Schema>, { codeHash, sessionId, now }: { codeHash: string; sessionId: string; now: number }) =>
+  db.updateTable('authorization_codes').set({ used_at: now, session_id: sessionId }).where('code_hash', '=', codeHash).where('used_at', 'is', null);
 
-const claimCode = reusableQuery(claimOf);
+const claimCode = reusableQuery((db: Kysely<Schema>, values: { codeHash: string; sessionId: string; now: number }) => claimOf(db, values).returning('session_id'));
 
 /** The columns of a new session, in the order of the selects below. */
 const SESSION_COLUMNS = ['session_id', 'user_id', 'client_id', 'scope', 'created_at', 'last_used_at', 'access_token_hash', 'access_expires_at', 'refresh_token_hash', 'refresh_expires_at'] as const;
 
+type TimesAndTokens = Omit<NewSessionRow, 'session_id' | 'user_id' | 'client_id' | 'scope'>;
+
 /** A new session's times and token hashes as selected values of an INSERT … SELECT (cast, as PostgreSQL does not infer a bigint there). */
-const timesAndTokens = <DB, TB extends keyof DB>(eb: ExpressionBuilder<DB, TB>, values: Omit<NewSessionRow, 'session_id' | 'user_id' | 'client_id' | 'scope'>) =>
+const timesAndTokens = <DB, TB extends keyof DB>(eb: ExpressionBuilder<DB, TB>, values: TimesAndTokens) =>
   [
     eb.cast<number>(eb.val(values.created_at), 'bigint').as('created_at'),
     eb.cast<number>(eb.val(values.last_used_at), 'bigint').as('last_used_at'),
@@ -74,24 +77,45 @@ const timesAndTokens = <DB, TB extends keyof DB>(eb: ExpressionBuilder<DB, TB>, 
     eb.cast<number>(eb.val(values.refresh_expires_at), 'bigint').as('refresh_expires_at'),
   ] as const;
 
-/** The claim and the new session as one statement, where the dialect allows it (see writesInWith): one round trip instead of a transaction's four. */
-const claimAndStart = reusableQuery((db: Kysely<Schema>, values: NewSessionRow & { codeHash: string; now: number }) =>
-  db
-    .with('claimed', () => claimOf(db, { codeHash: values.codeHash, sessionId: values.session_id, now: values.now }))
+/** Whose session it is: the claimed code's user, client and scope, or ones the caller read and checked beforehand. */
+type SessionOwner = 'claimed' | Pick<NewSessionRow, 'user_id' | 'client_id' | 'scope'>;
+
+const ownerColumns = <DB, TB extends keyof DB>(eb: ExpressionBuilder<DB, TB>, owner: SessionOwner) =>
+  owner === 'claimed'
+    ? [sql.ref<string>('claimed.user_id').as('user_id'), sql.ref<string>('claimed.client_id').as('client_id'), sql.ref<string>('claimed.scope').as('scope')]
+    : [eb.val(owner.user_id).as('user_id'), eb.val(owner.client_id).as('client_id'), eb.val(owner.scope).as('scope')];
+
+/**
+ * A claim and the new session as one statement, where the dialect allows it (see writesInWith): one
+ * round trip instead of a transaction's four. `claim` is the claim (an UPDATE of the code returning
+ * at least its session id, and its user_id, client_id and scope when `owner` is 'claimed'); the
+ * statement answers `returning` of the new session, and no row when nothing was claimed (then
+ * nothing changed).
+ */
+function startFromClaim<C extends { session_id: string | null }, R extends keyof SessionsTable>(
+  db: Kysely<Schema>,
+  claim: (db: QueryCreator<Schema>) => UpdateQueryBuilder<Schema, 'authorization_codes', 'authorization_codes', C>,
+  owner: SessionOwner,
+  values: TimesAndTokens,
+  returning: readonly R[],
+) {
+  return db
+    .with('claimed', claim)
     .insertInto('sessions')
     .columns(SESSION_COLUMNS)
-    .expression((eb) =>
-      eb
-        .selectFrom('claimed')
-        .select([
-          'claimed.session_id',
-          eb.val(values.user_id).as('user_id'),
-          eb.val(values.client_id).as('client_id'),
-          eb.val(values.scope).as('scope'),
-          ...timesAndTokens(eb, values),
-        ]),
-    )
-    .returning('session_id'),
+    .expression((eb) => eb.selectFrom('claimed').select(['claimed.session_id', ...ownerColumns(eb, owner), ...timesAndTokens(eb, values)]))
+    .returning(returning);
+}
+
+/** The claim and the new session, for a code already read and checked (the caller names its user, client and scope). */
+const claimAndStart = reusableQuery((db: Kysely<Schema>, values: NewSessionRow & { codeHash: string; now: number }) =>
+  startFromClaim(
+    db,
+    (db) => claimOf(db, { codeHash: values.codeHash, sessionId: values.session_id, now: values.now }).returning('session_id'),
+    values,
+    values,
+    ['session_id'],
+  ),
 );
 
 /** What the code exchange is checked against, with the client's credentials and the new session's token pair. */
@@ -108,17 +132,14 @@ type CheckedExchange = ClientProof &
 /**
  * The whole code exchange as one statement, where the dialect allows it: the client's
  * authentication, every check of the grant (the code's client, unused, unexpired, its redirect
- * URI, PKCE challenge and device) and the claim with the new session. No row when anything did not
- * hold, and then nothing changed.
+ * URI, PKCE challenge and device) and the claim with the new session, which takes the claimed
+ * code's user, client and scope. No row when anything did not hold, and then nothing changed.
  */
 const checkedClaimAndStart = reusableQuery((db: Kysely<Schema>, values: CheckedExchange) =>
-  db
-    .with('claimed', (db) =>
-      db
-        .updateTable('authorization_codes')
-        .set({ used_at: values.now, session_id: values.session_id })
-        .where('code_hash', '=', values.codeHash)
-        .where('used_at', 'is', null)
+  startFromClaim(
+    db,
+    (db) =>
+      claimOf(db, { codeHash: values.codeHash, sessionId: values.session_id, now: values.now })
         .where('client_id', '=', values.clientId)
         .where('expires_at', '>', values.now)
         .where('redirect_uri', '=', values.redirectUri)
@@ -127,21 +148,10 @@ const checkedClaimAndStart = reusableQuery((db: Kysely<Schema>, values: CheckedE
         .where((eb) => eb.fn.coalesce(eb('device_id', '=', values.deviceId), sql<boolean>`true`))
         .where((eb) => eb.exists(authenticatedClient(db, values)))
         .returning(['session_id', 'user_id', 'client_id', 'scope']),
-    )
-    .insertInto('sessions')
-    .columns(SESSION_COLUMNS)
-    .expression((eb) =>
-      eb
-        .selectFrom('claimed')
-        .select([
-          'claimed.session_id',
-          'claimed.user_id',
-          'claimed.client_id',
-          'claimed.scope',
-          ...timesAndTokens(eb, values),
-        ]),
-    )
-    .returning(['session_id', 'scope']),
+    'claimed',
+    values,
+    ['session_id', 'scope'],
+  ),
 );
 
 /**
