@@ -2,6 +2,9 @@
  * Expired rows are purged in the background in bounded batches: under an accelerated clock the
  * login tables stay bounded however many sign-ins and refreshes pass, live rows survive, two
  * purgers at once on one database are fine, and the background timer runs and stops cleanly.
+ *
+ * npm test: own process (the accelerated clock is the whole process's Date.now, and the UUIDv7
+ * generator never goes back, so the ids later files make would be stamped 40 days ahead).
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
