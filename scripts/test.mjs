@@ -67,16 +67,29 @@ function runWorker() {
     });
     let ran = 0;
     let lastOne = false;
+    const files = [];
+    let lingering;
+    // A worker exits once its last file is done, unless something those files started is still
+    // open (a server, a timer, a child): that fails the run rather than hanging it.
+    const finish = () => {
+      worker.disconnect();
+      lingering = setTimeout(() => {
+        process.stderr.write(`test worker ${worker.pid} did not exit after its last file: something one of these left open keeps it: ${files.join(', ')}\n`);
+        worker.kill('SIGKILL');
+      }, Number(process.env.TEST_WORKER_EXIT_MS) || 30_000);
+    };
     const next = () => {
       const item = queue[0];
-      if (!item || lastOne || (item.ownProcess && ran > 0)) return worker.disconnect();
+      if (!item || lastOne || (item.ownProcess && ran > 0)) return finish();
       queue.shift();
       ran++;
       lastOne = item.ownProcess;
+      files.push(item.file);
       worker.send({ file: item.file });
     };
     worker.on('message', next);
     worker.on('exit', (code, signal) => {
+      clearTimeout(lingering);
       if (pending) process.stdout.write(`${pending}\n`);
       if (code !== 0) {
         failed = true;
