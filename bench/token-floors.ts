@@ -1,8 +1,8 @@
 // The token floors of issue 21 (bench/run.ts): the refresh_token and authorization_code grants of a
 // server doing only the required work on the run's own database (token-floor-server.ts on SQLite,
 // token-floor-pg-server.ts on PostgreSQL), measured like the service's token rows (no warm-up for
-// single-use secrets, the same seconds and connections) over secrets minted for them in that
-// database. Their verdicts show the floor against each peer, for information: whether 2 × the peer
+// single-use secrets, the same seconds and connections) over as many secrets as the service holds,
+// minted for them in a database of the service's schema. Their verdicts show the floor against each peer, for information: whether 2 × the peer
 // is reachable at all with the service's statements. The service's token rows then show their share
 // of the floor.
 import { mintSecrets, REDIRECT_URI } from './fixtures.ts';
@@ -24,6 +24,8 @@ interface FloorRow {
 
 export async function tokenFloorRows(options: {
   databaseUrl: string;
+  /** Codes and refresh tokens to mint, as many as the service holds (bench/run.ts). */
+  secretsCount: number;
   database: Database;
   seconds: number;
   connections: number;
@@ -33,9 +35,7 @@ export async function tokenFloorRows(options: {
 }): Promise<Array<FloorRow & Figures>> {
   const grants = GRANTS.filter((grant) => options.wanted(tokenFloorRowName(options.database, grant)) || options.wanted(`v4 token: ${grant}`));
   if (grants.length === 0) return [];
-  // Enough for the floor's pace, its warm-up second included (7,500 req/s on the fastest machine
-  // seen, when 60,000 ran out); an exhausted list shows up as failed requests.
-  const count = Math.max(20_000, (options.seconds + 1) * 12_000);
+  const count = options.secretsCount;
   process.stderr.write(`token floor: minting ${count} codes and refresh tokens…\n`);
   const secrets = await mintSecrets(options.databaseUrl, count);
   // On SQLite with the service's group commit (GROUP=1, see token-floor-server.ts).
