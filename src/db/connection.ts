@@ -127,6 +127,10 @@ function open(target: DatabaseTarget, options: OpenOptions): Database {
         }
       },
       async close() {
+        // The thread first: stop() waits for it to exit. Stopping the checkpoints first would have
+        // them stop an idle thread without waiting (checkpointEvery(0)), and close() return while it
+        // still holds the database open; after it, their stop only hands the writer its own
+        // automatic checkpoint back.
         await thread?.stop();
         checkpoints?.stop();
         await db.destroy();
