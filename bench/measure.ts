@@ -51,6 +51,11 @@ export async function measure(baseUrl: string, load: Load, options: { seconds: n
   const answered = Object.values(statuses).reduce((sum, { count }) => sum + count, 0);
   const unexpected =
     load.expectStatus === undefined ? result.non2xx : answered - (statuses[String(load.expectStatus)]?.count ?? 0);
+  if (unexpected + result.errors + result.timeouts > 0) {
+    // What failed, on the run's progress output: the table only counts it.
+    const byStatus = Object.entries(statuses).map(([status, { count }]) => `${status} × ${count}`).join(', ');
+    process.stderr.write(`  failed requests: answers ${byStatus}; connection errors ${result.errors}; timeouts ${result.timeouts}\n`);
+  }
   return {
     requestsPerSecond: Math.round(result.requests.average),
     p50: result.latency.p50,
