@@ -1,4 +1,4 @@
-// `npm test [-- files or folders…]`: runs the test files with node:test in a few long-lived worker
+// `npm test [-- files or folders… --test-name-pattern=…]`: runs the test files with node:test in a few long-lived worker
 // processes (TEST_WORKERS, default one more than the cores) instead of one process per file.
 //
 // Why (docs/decisions.md, "Test files share worker processes"): loading the service's modules
@@ -38,8 +38,10 @@ const rank = (file) => {
   const index = SLOW_FIRST.findIndex((prefix) => file.startsWith(prefix));
   return index === -1 ? SLOW_FIRST.length : index;
 };
-const args = process.argv.slice(2);
-const queue = [...new Set((args.length ? args : ['test']).flatMap((path) => testFiles(path)))]
+// Options (`--test-name-pattern=…`, `--test-only`) go to node:test in every worker; the rest name files or folders.
+const nodeOptions = process.argv.slice(2).filter((arg) => arg.startsWith('--'));
+const paths = process.argv.slice(2).filter((arg) => !arg.startsWith('--'));
+const queue = [...new Set((paths.length ? paths : ['test']).flatMap((path) => testFiles(path)))]
   .map((file) => relative(root, join(process.cwd(), file)))
   .sort((a, b) => rank(a) - rank(b))
   .map((file) => ({ file, ownProcess: readFileSync(join(root, file), 'utf8').slice(0, 4096).includes('npm test: own process') }));
@@ -52,18 +54,27 @@ function runWorker() {
   return new Promise((resolve) => {
     const worker = fork(join(root, 'scripts/test-worker.mjs'), [], {
       cwd: root,
-      execArgv: ['--import', 'tsx', '--test-reporter=spec', '--test-reporter-destination=stdout'],
+      execArgv: ['--import', 'tsx', '--test-reporter=spec', '--test-reporter-destination=stdout', ...nodeOptions],
       stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
     });
-    // Whole lines only, so two workers' reports interleave by line at worst (a file's report is
-    // usually one write).
+    // A file's report is written out whole, once its top-level line (`✔ test/…`, unindented) or
+    // anything after the files (the worker's totals, its failures) comes, so that two workers'
+    // reports do not interleave.
     let pending = '';
+    let lines = '';
     worker.stdout.setEncoding('utf8').on('data', (chunk) => {
       const text = pending + chunk;
       const end = text.lastIndexOf('\n') + 1;
       pending = text.slice(end);
-      if (end) process.stdout.write(text.slice(0, end));
-      for (const [, key, value] of text.slice(0, end).matchAll(/^ℹ (tests|pass|fail|cancelled|skipped|todo) (\d+)$/gm)) totals[key] += Number(value);
+      for (const line of text.slice(0, end).split('\n').slice(0, -1)) {
+        lines += `${line}\n`;
+        if (!/^[\s▶]/.test(line)) {
+          process.stdout.write(lines);
+          lines = '';
+        }
+        const total = /^ℹ (tests|pass|fail|cancelled|skipped|todo) (\d+)$/.exec(line);
+        if (total) totals[total[1]] += Number(total[2]);
+      }
     });
     let ran = 0;
     let lastOne = false;
@@ -90,7 +101,7 @@ function runWorker() {
     worker.on('message', next);
     worker.on('exit', (code, signal) => {
       clearTimeout(lingering);
-      if (pending) process.stdout.write(`${pending}\n`);
+      if (lines || pending) process.stdout.write(lines + (pending ? `${pending}\n` : ''));
       if (code !== 0) {
         failed = true;
         process.stderr.write(`test worker ${worker.pid} exited with ${signal ?? code}\n`);
