@@ -82,8 +82,15 @@ async function answeringPids(cluster: Cluster, count: number): Promise<Set<numbe
     const reply = await send(cluster.url, 'GET', '/', { headers: { connection: 'close' } });
     assert.equal(reply.status, 200);
   }
-  await new Promise((done) => setTimeout(done, 300));
-  const lines = cluster.output().slice(before).split('\n').filter((line) => line.includes('"path":"/"'));
+  // Each worker writes its log lines when it gets to it: wait for all of them (a fixed 300 ms
+  // missed a busy worker's lines once, on a machine running three test workers).
+  const deadline = Date.now() + 10_000;
+  let lines: string[] = [];
+  for (;;) {
+    lines = cluster.output().slice(before).split('\n').filter((line) => line.includes('"path":"/"'));
+    if (lines.length >= count || Date.now() > deadline) break;
+    await new Promise((done) => setTimeout(done, 20));
+  }
   return new Set(lines.map((line) => JSON.parse(line).pid as number));
 }
 
