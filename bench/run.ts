@@ -136,12 +136,11 @@ async function peer(storage: PeerStorage): Promise<Row[]> {
   if (grants.length === 0) return [];
   const dir = mkdtempSync(join(tmpdir(), 'bench-peer-'));
   const file = join(dir, 'secrets.json');
-  const mint = SECRETS_PER_SERVER;
-  const env: Record<string, string> = { PEER_STORAGE: storage, PEER_SECRETS_FILE: file, PEER_MINT: String(mint) };
+  const env: Record<string, string> = { PEER_STORAGE: storage, PEER_SECRETS_FILE: file, PEER_MINT: String(SECRETS_PER_SERVER) };
   if (storage === 'sqlite') env.PEER_SQLITE_FILE = join(dir, 'peer.db');
   if (storage === 'postgres') env.PEER_DATABASE_URL = values.database!;
   if (storage === 'redis' && process.env.BENCH_REDIS_URL) env.PEER_REDIS_URL = process.env.BENCH_REDIS_URL;
-  process.stderr.write(`peer on ${storage}: minting ${mint} codes and refresh tokens…\n`);
+  process.stderr.write(`peer on ${storage}: minting ${SECRETS_PER_SERVER} codes and refresh tokens…\n`);
   // Minting through a network storage takes a while before the peer listens.
   const server = await startProcess(PEER, env, '/.well-known/openid-configuration', [], 600_000);
   try {

@@ -2,8 +2,8 @@
 // server doing only the required work on the run's own database (token-floor-server.ts on SQLite,
 // token-floor-pg-server.ts on PostgreSQL), measured like the service's token rows (no warm-up for
 // single-use secrets, the same seconds and connections) over as many secrets as the service holds,
-// minted for them in a database of the service's schema. Their verdicts show the floor against each peer, for information: whether 2 × the peer
-// is reachable at all with the service's statements. The service's token rows then show their share
+// minted for them in a database of the service's schema. Their verdicts show the floor against each
+// peer, for information: whether 2 × the peer is reachable at all with the service's statements. The service's token rows then show their share
 // of the floor.
 import { mintSecrets, REDIRECT_URI } from './fixtures.ts';
 import { grantLoads, type Database, type Grant, type Target } from './cases.ts';

@@ -1,5 +1,6 @@
-// `npm test [-- files or folders… --test-name-pattern=…]`: runs the test files with node:test in a few long-lived worker
-// processes (TEST_WORKERS, default one more than the cores) instead of one process per file.
+// `npm test [-- files or folders… --test-name-pattern=…]`: runs the test files with node:test in a
+// few long-lived worker processes (TEST_WORKERS, default one more than the cores) instead of one
+// process per file.
 //
 // Why (docs/decisions.md, "Test files share worker processes"): loading the service's modules
 // through tsx costs each process about 4 s of CPU, more than many files' tests take, and with one
@@ -76,7 +77,6 @@ function runWorker() {
         if (total) totals[total[1]] += Number(total[2]);
       }
     });
-    let ran = 0;
     let lastOne = false;
     const files = [];
     let lingering;
@@ -91,9 +91,8 @@ function runWorker() {
     };
     const next = () => {
       const item = queue[0];
-      if (!item || lastOne || (item.ownProcess && ran > 0)) return finish();
+      if (!item || lastOne || (item.ownProcess && files.length > 0)) return finish();
       queue.shift();
-      ran++;
       lastOne = item.ownProcess;
       files.push(item.file);
       worker.send({ file: item.file });

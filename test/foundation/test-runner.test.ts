@@ -12,12 +12,12 @@ import { fileURLToPath } from 'node:url';
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const fixture = (name: string) => `test/fixtures/runner/${name}.ts`;
 
-function runTests(files: string[]): Promise<{ code: number; stdout: string; stderr: string; seconds: number }> {
+function runTests(args: string[]): Promise<{ code: number; stdout: string; stderr: string; seconds: number }> {
   const started = Date.now();
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      ['scripts/test.mjs', ...files],
+      ['scripts/test.mjs', ...args],
       { cwd: ROOT, env: { ...process.env, TEST_WORKERS: '1', TEST_WORKER_EXIT_MS: '1000' }, timeout: 60_000 },
       (error, stdout, stderr) => resolve({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout, stderr, seconds: (Date.now() - started) / 1000 }),
     );
@@ -37,6 +37,12 @@ test('a failing test fails the run, and the counts add up', async () => {
   assert.equal(run.code, 1);
   assert.match(run.stdout, /^all workers: tests 3, pass 2, fail 1,/m);
   assert.match(run.stdout, /✖ failing: fails/);
+});
+
+test('options go to node:test in the workers: a name pattern leaves the failing test out', async () => {
+  const run = await runTests([fixture('failing'), '--test-name-pattern=passes']);
+  assert.equal(run.code, 0, run.stdout + run.stderr);
+  assert.match(run.stdout, /^all workers: tests 2, pass 1, fail 0, cancelled 0, skipped 1,/m);
 });
 
 test('a file that leaves a timer running fails the run, naming the files of that worker, instead of hanging it', async () => {
