@@ -55,6 +55,9 @@ function runWorker() {
   return new Promise((resolve) => {
     const worker = fork(join(root, 'scripts/test-worker.mjs'), [], {
       cwd: root,
+      // Under a `node --test` of its own (the runner's own test run alone), NODE_TEST_CONTEXT would
+      // turn the workers' report into node:test's internal stream instead of the spec lines read here.
+      env: { ...process.env, NODE_TEST_CONTEXT: undefined },
       execArgv: ['--import', 'tsx', '--test-reporter=spec', '--test-reporter-destination=stdout', ...nodeOptions],
       stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
     });
