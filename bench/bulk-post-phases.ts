@@ -1,7 +1,7 @@
 // npx tsx bench/bulk-post-phases.ts [--posts 40] [--rows 50000] [--database postgres://…/empty]
 //
 // Where the writer's time goes in one `POST /v4/projects` of 250 new objects (client ids, as the
-// bench sends them), in process and without HTTP, so the load of a shared machine moves it little:
+// bench's for-information row sends them), in process and without HTTP, so the load of a shared machine moves it little:
 // the body's validation (the route's compiled schema), the store's save() split by statement
 // kind (on SQLite, timed around better-sqlite3's run/all: the existence SELECT, the INSERTs, BEGIN
 // and COMMIT), the answer's mapping and its JSON (fast-json-stringify of the route's response

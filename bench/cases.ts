@@ -119,12 +119,21 @@ export function standardCases(legacy: LegacyData, secrets: Secrets, projectId: s
     {
       name: 'v4 POST /v4/projects (250 new objects)',
       targets: [{ kind: 'req/s', value: 150 }],
-      load: { method: 'POST', path: '/v4/projects', headers: { ...bearer, 'content-type': 'application/json' }, next: () => ({ body: bulkProjects() }) },
+      load: { method: 'POST', path: '/v4/projects', headers: { ...bearer, 'content-type': 'application/json' }, next: () => ({ body: bulkProjects('server') }) },
+    },
+    {
+      name: 'v4 POST /v4/projects (250 new objects, each with a random id of the client)',
+      load: { method: 'POST', path: '/v4/projects', headers: { ...bearer, 'content-type': 'application/json' }, next: () => ({ body: bulkProjects('client') }) },
     },
   ];
 }
 
-const bulkProjects = () => JSON.stringify(Array.from({ length: 250 }, (_, n) => ({ projectId: randomUUID(), title: `Bulk ${n}`, description: 'bench' })));
+/**
+ * 250 new projects. Ids are the server's (UUIDv7, time-ordered) unless the client sends its own:
+ * random v4 ids here, each of which lands on another leaf of the primary key (issue 21).
+ */
+const bulkProjects = (ids: 'server' | 'client') =>
+  JSON.stringify(Array.from({ length: 250 }, (_, n) => ({ ...(ids === 'client' ? { projectId: randomUUID() } : {}), title: `Bulk ${n}`, description: 'bench' })));
 
 /** The full engram list (10,000 engrams): as is, compressed, and revalidated by its ETag. */
 export function engramListLoads(etag: string | undefined): Case[] {
@@ -160,6 +169,6 @@ export function mixedLoads(legacy: LegacyData, accessToken: string, projectId: s
   return {
     // Sent by the node:http client, which times each answer to the microsecond (see run.ts, mixed).
     reads: { path: reads[0]!.path, client: 'node', next: () => ({ headers: {}, ...reads[turn++ % reads.length]! }) },
-    writes: { method: 'POST', path: '/v4/projects', headers: { ...bearer, 'content-type': 'application/json' }, next: () => ({ body: bulkProjects() }) },
+    writes: { method: 'POST', path: '/v4/projects', headers: { ...bearer, 'content-type': 'application/json' }, next: () => ({ body: bulkProjects('server') }) },
   };
 }

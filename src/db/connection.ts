@@ -71,7 +71,10 @@ export function databaseOf(db: Kysely<Schema>): Database | undefined {
 pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
 
 export interface OpenOptions {
-  /** SQLite: the log's length, in pages, past which a commit checkpoints it when writes never pause (default 8,192: 32 MiB). */
+  /**
+   * SQLite, once checkpoints run in the thread: the log's length, in pages, from which they restart
+   * it (default 8,192: 32 MiB); commits checkpoint it themselves only past four times that.
+   */
   walBacklogFrames?: number;
   /** SQLite: the number of writes after which checkpoints move to a worker thread (default 256). */
   checkpointWorkerAfterWrites?: number;
@@ -98,8 +101,11 @@ function open(target: DatabaseTarget, options: OpenOptions): Database {
     // (An in-memory database exists only on its own connection: no thread could reach it.) The
     // thread's commits checkpoint at the same length of log as the request thread's writer: past
     // 1,000 pages while no checkpoints run in the background, otherwise only as the backstop.
-    const thread = target.path === ':memory:' ? undefined : new SqliteThread(target.path, connections, (): number => checkpoints!.autocheckpointFrames, options.threadIdleMs);
-    const checkpoints = thread && new BackgroundCheckpoints(connection, thread, options);
+    const thread: SqliteThread | undefined =
+      target.path === ':memory:'
+        ? undefined
+        : new SqliteThread(target.path, connections, { autocheckpoint: () => checkpoints!.autocheckpointFrames, restartFrom: () => checkpoints!.restartFrames }, options.threadIdleMs);
+    const checkpoints: BackgroundCheckpoints | undefined = thread && new BackgroundCheckpoints(connection, thread, options);
     if (checkpoints) connections.afterWrite = () => checkpoints.noteWrite();
     return {
       db,
@@ -217,14 +223,18 @@ const SQLITE_AUTOCHECKPOINT = 1000;
  * The database's worker thread (sqlite-thread.ts) copies the log back into the database file, so
  * commits no longer do it, once the database is written to steadily: from the 256th write until
  * five minutes without one (an idle server keeps no thread for it).
- * Meanwhile the writer's own automatic checkpoint stays as a backstop, at a longer log: when writes
- * never pause long enough for the worker to catch up, it folds the log in and lets it restart.
+ * The thread's checkpoints also restart the log once it is `walBacklogFrames` long (see
+ * SqliteThread.#checkpoint). The writers' own automatic checkpoint stays as a backstop, at four
+ * times that: it takes the write lock for the whole log (35–40 ms at 8,192 pages), which every
+ * write waiting meanwhile waits out.
  */
 class BackgroundCheckpoints {
   static readonly IDLE_MS = 5 * 60_000;
   static readonly INTERVAL_MS = 100;
   /** The log's length, in pages, past which a commit checkpoints it (the thread's connection follows it). */
   autocheckpointFrames = SQLITE_AUTOCHECKPOINT;
+  /** The log's length, in pages, from which the thread's checkpoints restart it. */
+  readonly restartFrames: number;
   #writes = 0;
   #lastWrite = 0;
   #on = false;
@@ -239,6 +249,7 @@ class BackgroundCheckpoints {
     options: OpenOptions,
   ) {
     this.#backlogFrames = options.walBacklogFrames ?? 8192;
+    this.restartFrames = this.#backlogFrames;
     this.#startAfterWrites = options.checkpointWorkerAfterWrites ?? 256;
     // The log file keeps its length when restarted; this bounds what stays on disk.
     writer.pragma(`journal_size_limit = ${64 * 1024 * 1024}`);
@@ -259,8 +270,8 @@ class BackgroundCheckpoints {
   #start(): void {
     this.thread.checkpointEvery(BackgroundCheckpoints.INTERVAL_MS);
     this.#on = true;
-    this.writer.pragma(`wal_autocheckpoint = ${this.#backlogFrames}`);
-    this.autocheckpointFrames = this.#backlogFrames;
+    this.autocheckpointFrames = 4 * this.#backlogFrames;
+    this.writer.pragma(`wal_autocheckpoint = ${this.autocheckpointFrames}`);
     this.#idleCheck = setInterval(() => {
       if (Date.now() - this.#lastWrite > BackgroundCheckpoints.IDLE_MS) this.stop();
     }, BackgroundCheckpoints.IDLE_MS / 5).unref();

@@ -2,16 +2,14 @@
 // dist/db/sqlite-thread-worker.js). It opens one write connection to the database and does two
 // jobs on it: each batch it is sent runs as one transaction, answered `{ id, written }` once
 // committed (or left unwritten, see BatchRequest), or `{ id, error }` with SQLite's code and
-// message once rolled back; and, while asked to (`checkpointMs` > 0), a PASSIVE checkpoint every
-// `checkpointMs` between batches.
+// message once rolled back; and a checkpoint when asked for one (the request thread schedules
+// them, between batches).
 import { parentPort, workerData } from 'node:worker_threads';
 import BetterSqlite3 from 'better-sqlite3';
 import { configureWriter } from './sqlite-writer-settings.ts';
 
 export interface SqliteThreadData {
   path: string;
-  /** The checkpoints' interval at start; 0: none. */
-  checkpointMs: number;
 }
 
 export interface BatchStatement {
@@ -22,18 +20,20 @@ export interface BatchStatement {
 /**
  * A batch: `unless`, SELECTs run first, in the same transaction; when one answers a row, nothing is
  * written (answered `written: false`). `autocheckpoint`: the log's length (wal_autocheckpoint) past
- * which this batch's commit checkpoints it. `checkpointMs`: the checkpoints' interval from now on
- * (0: none), not answered. `stop`: closes the connection, answered once closed.
+ * which this batch's commit checkpoints it. `checkpoint`: a checkpoint in that mode, answered once
+ * done (`written: false` when SQLite refused it: busy, or the database is going away; the next one
+ * tries again). `stop`: closes the connection, answered once closed.
  */
 export type ThreadRequest =
   | { id: number; statements: readonly BatchStatement[]; unless: readonly BatchStatement[]; autocheckpoint: number }
-  | { checkpointMs: number }
+  | { id: number; checkpoint: 'PASSIVE' | 'RESTART' }
   | { id: number; stop: true };
-export type BatchReply = { id: number; written?: boolean; error?: { code?: string; message: string } };
+/** `log`, `checkpointed`: a checkpoint's count of pages in the log, and of those copied back. */
+export type BatchReply = { id: number; written?: boolean; log?: number; checkpointed?: number; error?: { code?: string; message: string } };
 
 if (!parentPort) throw new Error('sqlite-thread-worker runs as a worker thread (see sqlite-thread.ts)');
 const port = parentPort;
-const { path, checkpointMs } = workerData as SqliteThreadData;
+const { path } = workerData as SqliteThreadData;
 const db = new BetterSqlite3(path, { fileMustExist: true });
 configureWriter(db);
 let autocheckpoint = 1000;
@@ -65,29 +65,32 @@ function write(batch: readonly BatchStatement[], unless: readonly BatchStatement
   }
 }
 
-let checkpointTimer: NodeJS.Timeout | undefined;
-function checkpointEvery(intervalMs: number): void {
-  clearTimeout(checkpointTimer);
-  checkpointTimer = undefined;
-  if (intervalMs <= 0) return;
-  const pass = () => {
-    try {
-      db.pragma('wal_checkpoint(PASSIVE)');
-    } catch {
-      // busy, or the database is going away: the next pass tries again
-    }
-    checkpointTimer = setTimeout(pass, intervalMs);
-  };
-  pass();
+/**
+ * RESTART waits for the readers still in the log, while the request thread holds the write lock
+ * for it: a reader of another process (a backup, a shell) must not keep every write waiting for
+ * the busy timeout, so it waits this long at most and the next one tries again.
+ */
+const RESTART_WAIT_MS = 20;
+
+function checkpoint(id: number, mode: 'PASSIVE' | 'RESTART'): BatchReply {
+  const busyTimeout = db.pragma('busy_timeout', { simple: true }) as number;
+  if (mode === 'RESTART') db.pragma(`busy_timeout = ${RESTART_WAIT_MS}`);
+  try {
+    const { log, checkpointed } = (db.pragma(`wal_checkpoint(${mode})`) as Array<{ log: number; checkpointed: number }>)[0]!;
+    return { id, written: true, log, checkpointed };
+  } catch {
+    return { id, written: false };
+  } finally {
+    if (mode === 'RESTART') db.pragma(`busy_timeout = ${busyTimeout}`);
+  }
 }
 
 port.on('message', (request: ThreadRequest) => {
-  if ('checkpointMs' in request) {
-    checkpointEvery(request.checkpointMs);
+  if ('checkpoint' in request) {
+    port.postMessage(checkpoint(request.id, request.checkpoint));
     return;
   }
   if ('stop' in request) {
-    checkpointEvery(0);
     db.close();
     port.postMessage({ id: request.id } satisfies BatchReply);
     port.close();
@@ -103,4 +106,3 @@ port.on('message', (request: ThreadRequest) => {
   }
   port.postMessage(reply);
 });
-checkpointEvery(checkpointMs);

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import BetterSqlite3 from 'better-sqlite3';
-import { openDatabase } from '../../src/db/connection.ts';
+import { openDatabase, type Database } from '../../src/db/connection.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
 
 const onSqlite = !process.env.DATABASE_URL?.startsWith('postgres');
@@ -52,31 +52,72 @@ test('commits leave checkpoints to the worker, which copies the log back while n
   rmSync(dir, { recursive: true, force: true });
 });
 
-test('writes that never pause still keep the log bounded', { skip: !onSqlite && 'SQLite only' }, async () => {
+/**
+ * Runs `write` on a fresh database whose thread restarts the log from 1,000 pages (4 MiB; commits
+ * checkpoint it only at 4,000), and answers the log file's largest length seen by `note()` (the
+ * file never shrinks below its largest length, so that is what is measured).
+ */
+async function largestLog(write: (database: Database, note: () => void, path: string) => Promise<void>): Promise<number> {
   const dir = mkdtempSync(join(tmpdir(), 'svc-wal-'));
   const path = join(dir, 'test.db');
-  // Restarted past 1,000 pages (4 MiB) here, where it would otherwise reach ~120 MB.
   const database = openDatabase({ kind: 'sqlite', path }, { walBacklogFrames: 1000, checkpointWorkerAfterWrites: 1 });
+  let largest = 0;
   try {
-    const { db } = database;
-    await migrateToLatest(db);
-    const walSize = () => (existsSync(`${path}-wal`) ? statSync(`${path}-wal`).size : 0);
-    let largest = 0;
-    // ~120 MB of pages written back to back (rows of 100 KB), yielding to the event loop only every
-    // twentieth transaction; the log file never shrinks below its largest length, so that is measured.
+    await migrateToLatest(database.db);
+    await write(database, () => (largest = Math.max(largest, existsSync(`${path}-wal`) ? statSync(`${path}-wal`).size : 0)), path);
+    return largest;
+  } finally {
+    await database.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+test('writes that never pause still keep the log bounded', { skip: !onSqlite && 'SQLite only' }, async () => {
+  // ~120 MB of pages written back to back (rows of 100 KB), yielding to the event loop only every
+  // twentieth transaction: restarted here, where it would otherwise reach ~120 MB.
+  const largest = await largestLog(async ({ db }, note) => {
     const filler = 'y'.repeat(100_000);
     for (let batch = 0; batch < 120; batch++) {
       await db.transaction().execute(async (trx) => {
         for (let i = 0; i < 10; i++) await trx.insertInto('content_versions').values({ name: `${batch}-${i}-${filler}`, version: i }).execute();
       });
       if (batch % 20 === 0) await new Promise((resolve) => setImmediate(resolve));
-      largest = Math.max(largest, walSize());
+      note();
     }
-    assert.ok(largest < 64 * 1024 * 1024, `the log reached ${largest} bytes`);
-  } finally {
-    await database.close();
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
+  assert.ok(largest < 64 * 1024 * 1024, `the log reached ${largest} bytes`);
+});
+
+test('bulk writes beside steady reads restart the log at its restart length, not at the commits’ backstop', { skip: !onSqlite && 'SQLite only' }, async () => {
+  // Without a restart under the write lock, the log never started again here while reads went on (22 MB).
+  const largest = await largestLog(async (database, note, path) => {
+    let stop = false;
+    // A reader that is nearly always inside a read (2 ms each, back to back), as under a steady
+    // load of GETs: the log is never found without one, unless a checkpoint waits for it to end.
+    const reader = new BetterSqlite3(path, { readonly: true });
+    const reads = (async () => {
+      while (!stop) {
+        reader.exec('begin');
+        reader.prepare('select count(*) from content_versions').get();
+        await new Promise((resolve) => setTimeout(resolve, 2));
+        reader.exec('commit');
+      }
+    })();
+    // Small batches a millisecond apart: ~1,000 pages between two checkpoints (100 ms apart).
+    const filler = 'z'.repeat(3000);
+    const until = Date.now() + 3000;
+    for (let batch = 0; Date.now() < until; batch++) {
+      const names = Array.from({ length: 3 }, (_, i) => `${batch}-${i}-${filler}`);
+      await database.writeBatch!([{ sql: `insert into content_versions (name, version) values ${names.map(() => '(?, 1)').join(', ')}`, parameters: names }]);
+      note();
+      await new Promise((resolve) => setTimeout(resolve, 1));
+    }
+    stop = true;
+    await reads;
+    reader.close();
+  });
+  assert.ok(largest > 0);
+  assert.ok(largest < 10 * 1024 * 1024, `the log reached ${largest} bytes`);
 });
 
 test('a database with few writes keeps the checkpoint in its commits and starts no worker', { skip: !onSqlite && 'SQLite only' }, async () => {
