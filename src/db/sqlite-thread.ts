@@ -40,7 +40,7 @@ const IDLE_MS = 60_000;
  * a download's count had also waited for the checkpoints: 50 ms at p99, against 15–19 ms now.
  *
  * The thread runs while checkpoints are on, while a batch is in flight, and for `idleMs` after the
- * last batch; it starts with whichever job comes first, carrying the checkpoints' setting.
+ * last batch; it starts with whichever job comes first.
  */
 export class SqliteThread {
   #worker: Worker | undefined;
