@@ -233,14 +233,13 @@ class BackgroundCheckpoints {
   static readonly INTERVAL_MS = 100;
   /** The log's length, in pages, past which a commit checkpoints it (the thread's connection follows it). */
   autocheckpointFrames = SQLITE_AUTOCHECKPOINT;
-  /** The log's length, in pages, from which the thread's checkpoints restart it. */
+  /** The log's length, in pages, from which the thread's checkpoints restart it (`walBacklogFrames`). */
   readonly restartFrames: number;
   #writes = 0;
   #lastWrite = 0;
   #on = false;
   #idleCheck: NodeJS.Timeout | undefined;
 
-  readonly #backlogFrames: number;
   readonly #startAfterWrites: number;
 
   constructor(
@@ -248,8 +247,7 @@ class BackgroundCheckpoints {
     private readonly thread: SqliteThread,
     options: OpenOptions,
   ) {
-    this.#backlogFrames = options.walBacklogFrames ?? 8192;
-    this.restartFrames = this.#backlogFrames;
+    this.restartFrames = options.walBacklogFrames ?? 8192;
     this.#startAfterWrites = options.checkpointWorkerAfterWrites ?? 256;
     // The log file keeps its length when restarted; this bounds what stays on disk.
     writer.pragma(`journal_size_limit = ${64 * 1024 * 1024}`);
@@ -270,7 +268,7 @@ class BackgroundCheckpoints {
   #start(): void {
     this.thread.checkpointEvery(BackgroundCheckpoints.INTERVAL_MS);
     this.#on = true;
-    this.autocheckpointFrames = 4 * this.#backlogFrames;
+    this.autocheckpointFrames = 4 * this.restartFrames;
     this.writer.pragma(`wal_autocheckpoint = ${this.autocheckpointFrames}`);
     this.#idleCheck = setInterval(() => {
       if (Date.now() - this.#lastWrite > BackgroundCheckpoints.IDLE_MS) this.stop();

@@ -28,14 +28,15 @@ export type ThreadRequest =
   | { id: number; statements: readonly BatchStatement[]; unless: readonly BatchStatement[]; autocheckpoint: number }
   | { id: number; checkpoint: 'PASSIVE' | 'RESTART' }
   | { id: number; stop: true };
-/** `log`, `checkpointed`: a checkpoint's count of pages in the log, and of those copied back. */
-export type BatchReply = { id: number; written?: boolean; log?: number; checkpointed?: number; error?: { code?: string; message: string } };
+/** `log`: a checkpoint's count of pages in the log. */
+export type BatchReply = { id: number; written?: boolean; log?: number; error?: { code?: string; message: string } };
 
 if (!parentPort) throw new Error('sqlite-thread-worker runs as a worker thread (see sqlite-thread.ts)');
 const port = parentPort;
 const { path } = workerData as SqliteThreadData;
 const db = new BetterSqlite3(path, { fileMustExist: true });
 configureWriter(db);
+const BUSY_TIMEOUT_MS = db.pragma('busy_timeout', { simple: true }) as number;
 let autocheckpoint = 1000;
 
 /** The statements of the bulk writes are a small set of texts (a few row counts per column list). */
@@ -73,15 +74,14 @@ function write(batch: readonly BatchStatement[], unless: readonly BatchStatement
 const RESTART_WAIT_MS = 20;
 
 function checkpoint(id: number, mode: 'PASSIVE' | 'RESTART'): BatchReply {
-  const busyTimeout = db.pragma('busy_timeout', { simple: true }) as number;
   if (mode === 'RESTART') db.pragma(`busy_timeout = ${RESTART_WAIT_MS}`);
   try {
-    const { log, checkpointed } = (db.pragma(`wal_checkpoint(${mode})`) as Array<{ log: number; checkpointed: number }>)[0]!;
-    return { id, written: true, log, checkpointed };
+    const { log } = (db.pragma(`wal_checkpoint(${mode})`) as Array<{ log: number }>)[0]!;
+    return { id, written: true, log };
   } catch {
     return { id, written: false };
   } finally {
-    if (mode === 'RESTART') db.pragma(`busy_timeout = ${busyTimeout}`);
+    if (mode === 'RESTART') db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
   }
 }
 

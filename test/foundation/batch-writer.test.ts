@@ -12,7 +12,8 @@ import { after, before, describe, test } from 'node:test';
 import type { Worker } from 'node:worker_threads';
 import BetterSqlite3 from 'better-sqlite3';
 import { sql } from 'kysely';
-import { BatchWriterUnavailable, BatchWriteError, type BatchStatement } from '../../src/db/sqlite-thread.ts';
+import { BatchWriterUnavailable, BatchWriteError, SqliteThread, type BatchStatement } from '../../src/db/sqlite-thread.ts';
+import { WriteLock, type CommitGroup } from '../../src/db/sqlite-driver.ts';
 import { openDatabase, type Database } from '../../src/db/connection.ts';
 
 const onSqlite = !process.env.DATABASE_URL?.startsWith('postgres');
@@ -179,6 +180,26 @@ describe('one thread for batches and checkpoints', { skip: !onSqlite && 'SQLite 
       await database.close();
     }
     assert.equal(running.size, 0, 'closing stopped the thread');
+  });
+
+  test('a checkpoint takes the thread’s turn, not the write lock: a batch asked for meanwhile waits for it, the request thread’s writes do not', async () => {
+    const path = join(dir, 'turns.db');
+    const setup = new BetterSqlite3(path);
+    setup.pragma('journal_mode = WAL');
+    setup.exec('create table items (name text primary key)');
+    setup.close();
+    const lock = new WriteLock();
+    const thread = new SqliteThread(path, { lock, group: { open: false } as CommitGroup }, { autocheckpoint: () => 1000, restartFrom: () => Number.MAX_SAFE_INTEGER });
+    try {
+      thread.checkpointEvery(60_000); // one now, the next a minute later
+      assert.equal(lock.held, false, 'the checkpoint in flight leaves the write lock free');
+      const batch = thread.write([insert('after the checkpoint')]);
+      assert.equal(lock.held, false, 'the batch waits for the thread’s turn before it takes the lock');
+      assert.equal(await batch, true);
+      assert.equal(lock.held, false);
+    } finally {
+      await thread.stop();
+    }
   });
 
   test('without checkpoints, the thread goes after the idle time and comes back with the next batch', async () => {
