@@ -39,12 +39,25 @@ export function engramStructure(config: Config, row: EngramRow) {
   };
 }
 
+/** The environments array of every availability mask as JSON text, made once. */
+const NAMES_JSON_BY_MASK: readonly string[] = NAMES_BY_MASK.map((names) => JSON.stringify(names));
+
 /**
- * The Engram structure as JSON text. `mod_id` is an integer in the spec, and workshop ids reach
- * 2^64 − 1, beyond what a JavaScript number holds exactly, so its digits are written as they are
- * stored. (The key cannot occur unescaped inside another value: every `"` in a JSON string is `\"`.)
+ * The Engram structure as JSON text, the same members in the same order as engramStructure,
+ * written directly: each engram answered (one, or ten thousand in the list) would otherwise build
+ * the object, stringify it and search the text again for the mod id. `mod_id` is an integer in
+ * the spec, and workshop ids reach 2^64 − 1, beyond what a JavaScript number holds exactly, so its
+ * digits are written as they are stored (only digits are stored: parseModId).
  */
 export function engramJson(config: Config, row: EngramRow): string {
-  const text = JSON.stringify(engramStructure(config, row));
-  return row.mod_id === null ? text : text.replace(`"mod_id":${JSON.stringify(row.mod_id)}`, `"mod_id":${row.mod_id}`);
+  const availability = row.availability;
+  const environments =
+    Number.isInteger(availability) && availability >= 0 && availability <= ALL_BITS ? NAMES_JSON_BY_MASK[availability]! : JSON.stringify(slowEnvironmentNames(availability));
+  return (
+    `{"path":${JSON.stringify(row.path)},"class":${JSON.stringify(row.class)},"label":${JSON.stringify(row.label)},` +
+    `"environments":${environments},"can_blueprint":${row.can_blueprint === 1},` +
+    `"spawn":${JSON.stringify(`cheat giveitem "Blueprint'${row.path}'" 1 0 false`)},"uid":${JSON.stringify(row.uid)},` +
+    `"resource_url":${JSON.stringify(`${config.baseUrl}/v1/engram.php/${row.uid}`)},` +
+    `"mod_id":${row.mod_id === null ? 'null' : row.mod_id},"mod_name":${JSON.stringify(row.mod_name)}}`
+  );
 }
