@@ -60,10 +60,11 @@ export function classRoutes(definition: ClassDefinition) {
       },
     });
 
-    const getOne = async (request: IdRequest, id: string) => {
-      const row = await store.get(request.auth, id);
-      if (!row) throw notFound(`No ${noun} ${id}`);
-      return json(request, row);
+    const getOne = async (request: IdRequest, reply: FastifyReply, id: string) => {
+      const text = await store.getJsonText(request.auth, id);
+      if (text === undefined) throw notFound(`No ${noun} ${id}`);
+      // A string with a JSON type goes out as it is: the text is the instance schema's serialization already.
+      return reply.type('application/json; charset=utf-8').send(text);
     };
     const replace = async (request: IdRequest, reply: FastifyReply, id: string) => {
       const { created, row } = await store.replace(request.auth, id, request.body);
@@ -79,7 +80,7 @@ export function classRoutes(definition: ClassDefinition) {
     api.get<{ Params: { id: string } }>(`${path}/:id`, {
       preHandler: read,
       schema: { ...idRoute, operationId: `get${name}`, summary: `Get one ${noun}`, response: { 200: instance, ...answers(401, 403, 404, 429) } },
-      handler: (request) => getOne(request as IdRequest, pathId(request as IdRequest)),
+      handler: (request, reply) => getOne(request as IdRequest, reply, pathId(request as IdRequest)),
     });
 
     if (operations.create || operations.update) {
@@ -129,7 +130,7 @@ export function classRoutes(definition: ClassDefinition) {
       const schema = { tags, security };
       const id = (request: FastifyRequest) => alias.id(request.auth);
       for (const method of alias.methods) {
-        if (method === 'GET') api.get(alias.path, { preHandler: read, schema: { ...schema, operationId: `getCurrent${name}`, summary: `Get your ${noun}`, response: { 200: instance, ...answers(401, 403, 429) } } }, (request) => getOne(request as IdRequest, id(request)));
+        if (method === 'GET') api.get(alias.path, { preHandler: read, schema: { ...schema, operationId: `getCurrent${name}`, summary: `Get your ${noun}`, response: { 200: instance, ...answers(401, 403, 429) } } }, (request, reply) => getOne(request as IdRequest, reply, id(request)));
         if (method === 'PUT') api.put(alias.path, { preHandler: write, schema: { ...schema, operationId: `replaceCurrent${name}`, summary: `Replace your ${noun}`, body: writeSchema(definition, true), response: { 200: instance, ...answers(400, 401, 403, 429) } } }, (request, reply) => replace(request as IdRequest, reply, id(request)));
         if (method === 'PATCH') api.patch(alias.path, { preHandler: write, schema: { ...schema, operationId: `updateCurrent${name}`, summary: `Change your ${noun}`, body: writeSchema(definition, false), response: { 200: instance, ...answers(400, 401, 403, 429) } } }, (request) => patch(request as IdRequest, id(request)));
         if (method === 'DELETE') api.delete(alias.path, { preHandler: requireScopes(), schema: { ...schema, operationId: `deleteCurrent${name}`, summary: `End your ${noun}`, response: { 204: { type: 'null', description: 'Deleted' }, ...answers(401, 429) } } }, (request, reply) => remove(request as IdRequest, reply, id(request)));

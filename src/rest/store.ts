@@ -146,6 +146,16 @@ export class ClassStore {
   }
 
   /**
+   * The JSON text of the instance `get` finds, read as column values and written straight from
+   * them: a single GET builds neither a row object nor the instance object for the serializer.
+   */
+  async getJsonText(caller: Caller, id: string): Promise<string | undefined> {
+    if (!isUuid(id)) return undefined;
+    const [values] = await this.queries.byId.arrays(this.database, { ...this.callerParams(caller), id: normalizeUuid(id) });
+    return values && this.writeInstance(values, caller);
+  }
+
+  /**
    * POST: per object, update (supplied properties only) when it exists, create otherwise. The
    * existence check is one statement for the whole batch and the inserts one per INSERT_CHUNK
    * objects, each answering its rows; between two chunks the event loop serves other requests,
