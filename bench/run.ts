@@ -63,6 +63,8 @@ interface Row extends Partial<Figures> {
   /** A figure that is not a throughput (milliseconds to start, MiB), judged by its target. */
   value?: number;
   note?: string;
+  /** req/s of a reference row measured around this case (half before, half after), by the reference's name. */
+  around?: Record<string, number>;
 }
 
 const HELLO = './bench/hello-world.ts';
@@ -111,20 +113,56 @@ async function helloWorld(): Promise<Figures> {
 }
 
 /**
+ * The servers of the reference and peer rows measured so far, by row name: they stay up to be
+ * measured again around each case judged against them (measureCase).
+ */
+const references = new Map<string, { server: Running; load: Load; stop: () => Promise<void> }>();
+
+/**
  * The reference of floor-server.ts: the per-request work the issues require, and nothing else.
  * With `bearer`, the second reference: the same plus one raw bearer-token lookup by hash in the
- * service's database, for a token the fixtures minted there.
+ * service's database, for a token the fixtures minted there. The server stays up (stopReferences).
  */
 async function floor(bearer?: { databaseUrl: string; accessToken: string }): Promise<Row> {
   const server = await startProcess(FLOOR, bearer ? { FLOOR_BEARER_DATABASE: bearer.databaseUrl } : {}, FLOOR_PATH);
   const load: Load = { path: FLOOR_PATH, headers: bearer ? { authorization: `Bearer ${bearer.accessToken}` } : undefined };
-  try {
-    await measure(server.url, load, { seconds: 2, connections }); // warm-up
-    const figures = await measure(server.url, load, { seconds, connections });
-    return { name: bearer ? referenceWithBearer(databaseLabel) : REFERENCE, connections, ...figures, serverRssMiB: server.memory().peakMiB };
-  } finally {
-    await server.stop();
-  }
+  const name = bearer ? referenceWithBearer(databaseLabel) : REFERENCE;
+  references.set(name, { server, load, stop: () => server.stop() });
+  await measure(server.url, load, { seconds: 2, connections }); // warm-up
+  const figures = await measure(server.url, load, { seconds, connections });
+  return { name, connections, ...figures, serverRssMiB: server.memory().peakMiB };
+}
+
+async function stopReferences(): Promise<void> {
+  // A peer's rows share one server: stopped once.
+  for (const stop of new Set([...references.values()].map((reference) => reference.stop))) await stop();
+  references.clear();
+}
+
+/**
+ * A case of the service, warmed up; a case judged against a reference row is bracketed by that
+ * reference: half the case's time on the reference just before it and half just after. This
+ * machine's speed drifts by a third within minutes, and the reference rows are measured minutes
+ * before the cases: the ratio is taken against the reference's figure around the case, in which
+ * a steady drift cancels. The row keeps the first figure too (docs/benchmarks.md).
+ */
+async function measureCase(server: Running, name: string, targets: Target[] | undefined, load: Load): Promise<Row> {
+  const bases = (targets ?? []).flatMap((target) => ((target.kind === 'of reference' || target.kind === 'of peer') && references.has(target.of) ? [target.of] : []));
+  if (bases.length === 0) return { name, targets, connections, ...(await measureWarm(server.url, load)), serverRssMiB: server.memory().peakMiB };
+  if (!load.next) await measure(server.url, load, { seconds: 1, connections });
+  const around: Record<string, number> = Object.fromEntries(bases.map((base) => [base, 0]));
+  const onReferences = async () => {
+    for (const base of bases) {
+      const reference = references.get(base)!;
+      around[base]! += (await measure(reference.server.url, reference.load, { seconds: seconds / 2, connections })).requestsPerSecond / 2;
+    }
+  };
+  await onReferences();
+  const figures = await measure(server.url, load, { seconds, connections });
+  await onReferences();
+  for (const base of bases) around[base] = Math.round(around[base]!);
+  const note = `around this case: ${bases.map((base) => `${shortName(base)} ${around[base]} req/s`).join(', ')}`;
+  return { name, targets, connections, ...figures, serverRssMiB: server.memory().peakMiB, around, note };
 }
 
 /**
@@ -143,6 +181,11 @@ async function peer(storage: PeerStorage): Promise<Row[]> {
   process.stderr.write(`peer on ${storage}: minting ${SECRETS_PER_SERVER} codes and refresh tokens…\n`);
   // Minting through a network storage takes a while before the peer listens.
   const server = await startProcess(PEER, env, '/.well-known/openid-configuration', [], 600_000);
+  // The server stays up, for the service's grants to be measured between two halves on it (stopReferences).
+  const stop = async () => {
+    await server.stop();
+    rmSync(dir, { recursive: true, force: true });
+  };
   try {
     const secrets = JSON.parse(readFileSync(file, 'utf8')) as { clientId: string; redirectUri: string; codeVerifier: string; codes: string[]; refreshTokens: string[]; storage: string };
     const rows: Row[] = [];
@@ -150,13 +193,14 @@ async function peer(storage: PeerStorage): Promise<Row[]> {
     for (const grant of grants) {
       const name = peerRowName(storage, grant);
       const load = loads[grant];
+      references.set(name, { server, load, stop });
       process.stderr.write(`${name}…\n`);
       rows.push({ name, connections, ...(await measure(server.url, load, { seconds, connections })), serverRssMiB: server.memory().peakMiB, note: secrets.storage });
     }
     return rows;
-  } finally {
-    await server.stop();
-    rmSync(dir, { recursive: true, force: true });
+  } catch (error) {
+    await stop();
+    throw error;
   }
 }
 
@@ -201,7 +245,7 @@ async function runStandard(): Promise<Row[]> {
       for (const item of standardCases(legacy, secrets, projectId, databaseLabel)) {
         if (!wanted(item.name)) continue;
         process.stderr.write(`${item.name}…\n`);
-        rows.push({ name: item.name, targets: item.targets, connections, ...(await measureWarm(server.url, item.load)), serverRssMiB: server.memory().peakMiB });
+        rows.push(await measureCase(server, item.name, item.targets, item.load));
       }
       rows.push(...(await engramLists(server)));
       rows.push(...(await mixed(server, legacy, secrets.accessToken, projectId)));
@@ -231,7 +275,7 @@ async function engramLists(server: Running): Promise<Row[]> {
       rows.push({ name: item.name, targets: item.targets, note: 'no ETag on the list: not measurable' });
       continue;
     }
-    rows.push({ name: item.name, targets: item.targets, connections, ...(await measureWarm(server.url, item.load)), serverRssMiB: server.memory().peakMiB });
+    rows.push(await measureCase(server, item.name, item.targets, item.load));
   }
   return rows;
 }
@@ -268,17 +312,28 @@ async function mixed(server: Running, legacy: Parameters<typeof mixedLoads>[0], 
   ];
 }
 
+/** A reference or peer row's name as a verdict or note gives it. */
+function shortName(row: string): string {
+  if (row === REFERENCE) return 'reference';
+  if (row === referenceWithBearer(databaseLabel)) return 'reference + bearer';
+  return row.slice(0, row.indexOf(':')).replace('node-oidc-provider 9 ', '');
+}
+
 /** What one target says of a value, against the rows of the same run; undefined when its base row is missing. */
 function verdictOf(target: Target, row: Row, value: number, byName: Map<string, Row>): string | undefined {
   const met = (ok: boolean) => (ok ? 'met' : 'MISSED');
   switch (target.kind) {
     case 'of reference':
     case 'of peer': {
-      const base = byName.get(target.of)?.requestsPerSecond;
+      const first = byName.get(target.of)?.requestsPerSecond;
+      const base = row.around?.[target.of] ?? first;
       if (!base) return undefined;
       const ratio = value / base;
-      const label = target.kind === 'of peer' ? target.of.slice(0, target.of.indexOf(':')).replace('node-oidc-provider 9 ', '') : target.of === REFERENCE ? 'reference' : 'reference + bearer';
-      return `${ratio.toFixed(2)} × ${label} (≥ ${target.value}): ${met(ratio >= target.value)}`;
+      const label = shortName(target.of);
+      // Measured around the case: the ratio to the row at the start is shown beside it.
+      const bracketed = row.around?.[target.of] !== undefined;
+      const aside = bracketed && first ? ` (${(value / first).toFixed(2)} × its row at the start)` : '';
+      return `${ratio.toFixed(2)} × ${label}${bracketed ? ' around it' : ''} (≥ ${target.value}): ${met(ratio >= target.value)}${aside}`;
     }
     case 'req/s':
       return `≥ ${target.value} req/s: ${met(value >= target.value)}`;
@@ -339,9 +394,13 @@ const before = await helloWorld();
 process.stderr.write(`hello-world: ${before.requestsPerSecond} req/s\n`);
 const rows: Row[] = [];
 if (!values['skip-standard']) {
-  rows.push(await floor());
-  if (!values['skip-peer']) for (const { storage } of peersOf(databaseLabel)) rows.push(...(await peer(storage)));
-  rows.push(...(await runStandard()));
+  try {
+    rows.push(await floor());
+    if (!values['skip-peer']) for (const { storage } of peersOf(databaseLabel)) rows.push(...(await peer(storage)));
+    rows.push(...(await runStandard()));
+  } finally {
+    await stopReferences();
+  }
 }
 if (values.large) rows.push(...(await largeListCases({ seconds })));
 const after = await helloWorld();
