@@ -139,29 +139,47 @@ async function stopReferences(): Promise<void> {
   references.clear();
 }
 
+/** Slices a case judged against a reference or a peer is measured in (measureCase). */
+const SLICES = 5;
+
 /**
- * A case of the service, warmed up; a case judged against a reference row is bracketed by that
- * reference: half the case's time on the reference just before it and half just after. This
- * machine's speed drifts by a third within minutes, and the reference rows are measured minutes
- * before the cases: the ratio is taken against the reference's figure around the case, in which
- * a steady drift cancels. The row keeps the first figure too (docs/benchmarks.md).
+ * A case of the service, warmed up. A case judged against a reference or a peer row is measured
+ * in SLICES slices, each between two half-slices on that reference's (or peer's) server, and the
+ * ratio is taken against the reference's figure around the case. This machine's speed moves by a
+ * third within minutes and by more between seconds, and the reference rows are measured minutes
+ * before the cases: around the case, the drift is the same on both sides of the ratio. The verdict
+ * gives the ratio to the row at the start too (docs/benchmarks.md). The case's req/s is over all
+ * its slices, its p50 the median of theirs, its p99 the highest.
  */
 async function measureCase(server: Running, name: string, targets: Target[] | undefined, load: Load): Promise<Row> {
   const bases = (targets ?? []).flatMap((target) => ((target.kind === 'of reference' || target.kind === 'of peer') && references.has(target.of) ? [target.of] : []));
   if (bases.length === 0) return { name, targets, connections, ...(await measureWarm(server.url, load)), serverRssMiB: server.memory().peakMiB };
   if (!load.next) await measure(server.url, load, { seconds: 1, connections });
-  const around: Record<string, number> = Object.fromEntries(bases.map((base) => [base, 0]));
+  const slice = seconds / SLICES;
+  const aroundRequests: Record<string, number> = Object.fromEntries(bases.map((base) => [base, 0]));
   const onReferences = async () => {
     for (const base of bases) {
       const reference = references.get(base)!;
-      around[base]! += (await measure(reference.server.url, reference.load, { seconds: seconds / 2, connections })).requestsPerSecond / 2;
+      aroundRequests[base]! += (await measure(reference.server.url, reference.load, { seconds: slice / 2, connections })).requests;
     }
   };
-  await onReferences();
-  const figures = await measure(server.url, load, { seconds, connections });
-  await onReferences();
-  for (const base of bases) around[base] = Math.round(around[base]!);
-  const note = `around this case: ${bases.map((base) => `${shortName(base)} ${around[base]} req/s`).join(', ')}`;
+  const slices: Figures[] = [];
+  for (let index = 0; index < SLICES; index++) {
+    await onReferences();
+    slices.push(await measure(server.url, load, { seconds: slice, connections }));
+    await onReferences();
+  }
+  const around = Object.fromEntries(bases.map((base) => [base, Math.round(aroundRequests[base]! / seconds)]));
+  const requests = slices.reduce((sum, figures) => sum + figures.requests, 0);
+  const figures: Figures = {
+    requests,
+    requestsPerSecond: Math.round(requests / seconds),
+    p50: slices.map((figures) => figures.p50).sort((a, b) => a - b)[Math.floor(SLICES / 2)]!,
+    p99: Math.max(...slices.map((figures) => figures.p99)),
+    failed: slices.reduce((sum, figures) => sum + figures.failed, 0),
+    bytesPerAnswer: Math.round(slices.reduce((sum, figures) => sum + figures.bytesPerAnswer * figures.requests, 0) / Math.max(1, requests)),
+  };
+  const note = `${SLICES} slices; around them: ${bases.map((base) => `${shortName(base)} ${around[base]} req/s`).join(', ')}`;
   return { name, targets, connections, ...figures, serverRssMiB: server.memory().peakMiB, around, note };
 }
 
