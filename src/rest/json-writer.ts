@@ -33,10 +33,16 @@ export function instanceWriter(definition: ClassDefinition): InstanceWriter {
     property.toJson ? `convert[${index}](values[${index + 1}]${property.toJson.length > 1 ? ', asRow(values)' : ''})` : `values[${index + 1}]`;
   const written = (kind: string | undefined, index: number, expression: string) => {
     if (kind === 'string') return `(typeof (v = ${expression}) === 'string' ? jsonString(v) : fallback[${index}](v))`;
+    // The serializer tries a union's members one by one with a validator: a plain check here.
+    if (kind === 'string or null') return `(typeof (v = ${expression}) === 'string' ? jsonString(v) : v === null ? 'null' : fallback[${index}](v))`;
     if (kind === 'integer') return `(Number.isInteger(v = ${expression}) ? '' + v : fallback[${index}](v))`;
     return `fallback[${index}](${expression})`;
   };
-  const kindOf = (schema: unknown) => (schema as { type?: unknown }).type as string | undefined;
+  const kindOf = (schema: unknown): string | undefined => {
+    const { type, anyOf } = schema as { type?: unknown; anyOf?: Array<{ type?: unknown }> };
+    if (anyOf?.length === 2 && anyOf.some((member) => member.type === 'string') && anyOf.some((member) => member.type === 'null')) return 'string or null';
+    return type as string | undefined;
+  };
   const idSchema = { type: 'string' } as const;
   const statements = [`let v; let out = '{' + ${key(definition.id.property)} + ':' + ${written('string', entries.length, 'values[0]')};`];
   const conditional: string[] = [];

@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import fastJson from 'fast-json-stringify';
 import { Type } from 'typebox';
 import { Project } from '../../src/classes/project.ts';
+import { User } from '../../src/classes/user.ts';
 import type { Caller, ClassDefinition } from '../../src/rest/definition.ts';
 import { instanceWriter, jsonString } from '../../src/rest/json-writer.ts';
 import { integerProperty, nullableTextProperty, textProperty, timestampProperty } from '../../src/rest/properties.ts';
@@ -37,7 +38,7 @@ const Thing: ClassDefinition = {
 const awkward = ['', 'plain', 'a "quoted" \\ back\\slash', 'line\nbreak\ttab\u0001', 'lone \ud800 surrogate', 'pair 😀 é ü 中文', 'x'.repeat(5000), `${'"'.repeat(50)}`, '\u2028\u2029', '</script>'];
 
 test('an instance written from its column values is the text the response schema serialises the mapped object to', () => {
-  for (const definition of [Thing, Project]) {
+  for (const definition of [Thing, Project, User]) {
     const serialize = fastJson(instanceSchema(definition) as never);
     const map = rowMapper(definition);
     const write = instanceWriter(definition);
@@ -51,7 +52,7 @@ test('an instance written from its column values is the text the response schema
           if (name === 'createdAt' || name === 'updatedAt') return index === 5 ? null : 1_732_550_000_123 + index * 86_399_999;
           if (name === 'tags') return `${text} b`;
           if (name === 'ownerId' || name === 'userId') return index % 2 === 0 ? owner : text;
-          if (name === 'note' || name === 'secret') return index % 3 === 0 ? null : text;
+          if (['note', 'secret', 'username', 'publicKey', 'privateKey'].includes(name)) return index % 3 === 0 ? null : text;
           if (name === 'name' && index === 4) return null;
           return text;
         });
