@@ -88,10 +88,11 @@ const serverEnv = (databaseUrl: string, workshopTemplate: string) => ({
  * Single-use secrets (codes and refresh tokens) each server of the token rows holds: the peers,
  * the token floor and the service alike, so each grant runs on tables of the same size (a refresh
  * costs more CPU on larger ones: 118 µs against 154 µs per grant with 60,000 and 150,000 in
- * bench/cpu-per-request.ts). Enough for the fastest seen, 7,500 req/s for 10 s; an exhausted list
- * shows up as failed requests.
+ * bench/cpu-per-request.ts). Enough for the fastest seen, 7,500 req/s for 10 s, and for a peer
+ * measured for its row and again around the service's case (2.2 × as long: measureCase) at up to
+ * 4,500 req/s; an exhausted list shows up as failed requests.
  */
-const SECRETS_PER_SERVER = Math.max(20_000, seconds * 8_000);
+const SECRETS_PER_SERVER = Math.max(20_000, seconds * 10_000);
 const IDLE_SETTLE_MS = Number(process.env.BENCH_IDLE_SETTLE_MS ?? 45_000);
 const databaseLabel = values.database?.startsWith('postgres') ? 'PostgreSQL' : 'SQLite';
 /** A run with --only measures some cases: its peak RSS is not the whole bench's. */
@@ -144,32 +145,34 @@ const SLICES = 5;
 
 /**
  * A case of the service, warmed up. A case judged against a reference or a peer row is measured
- * in SLICES slices, each between two half-slices on that reference's (or peer's) server, and the
- * ratio is taken against the reference's figure around the case. This machine's speed moves by a
- * third within minutes and by more between seconds, and the reference rows are measured minutes
- * before the cases: around the case, the drift is the same on both sides of the ratio. The verdict
- * gives the ratio to the row at the start too (docs/benchmarks.md). The case's req/s is over all
- * its slices, its p50 the median of theirs, its p99 the highest.
+ * in SLICES slices, the reference's (or peer's) server measured for a slice as long before the
+ * first and after each: R S R S … S R. The ratio is taken against the reference's mean over its
+ * slices, which sit at the same mean time as the case's. This machine's speed moves by a third
+ * within minutes and by more between seconds, and the reference rows are measured minutes before
+ * the cases: around the case, a steady drift is the same on both sides of the ratio, and slices of
+ * one length give both sides the same share of ramp-up. The verdict gives the ratio to the row at
+ * the start too (docs/benchmarks.md). The case's req/s is over all its slices, its p50 the median
+ * of theirs, its p99 the highest.
  */
 async function measureCase(server: Running, name: string, targets: Target[] | undefined, load: Load): Promise<Row> {
   const bases = (targets ?? []).flatMap((target) => ((target.kind === 'of reference' || target.kind === 'of peer') && references.has(target.of) ? [target.of] : []));
   if (bases.length === 0) return { name, targets, connections, ...(await measureWarm(server.url, load)), serverRssMiB: server.memory().peakMiB };
   if (!load.next) await measure(server.url, load, { seconds: 1, connections });
   const slice = seconds / SLICES;
-  const aroundRequests: Record<string, number> = Object.fromEntries(bases.map((base) => [base, 0]));
+  const referenceRequests: Record<string, number> = Object.fromEntries(bases.map((base) => [base, 0]));
   const onReferences = async () => {
     for (const base of bases) {
       const reference = references.get(base)!;
-      aroundRequests[base]! += (await measure(reference.server.url, reference.load, { seconds: slice / 2, connections })).requests;
+      referenceRequests[base]! += (await measure(reference.server.url, reference.load, { seconds: slice, connections })).requests;
     }
   };
   const slices: Figures[] = [];
+  await onReferences();
   for (let index = 0; index < SLICES; index++) {
-    await onReferences();
     slices.push(await measure(server.url, load, { seconds: slice, connections }));
     await onReferences();
   }
-  const around = Object.fromEntries(bases.map((base) => [base, Math.round(aroundRequests[base]! / seconds)]));
+  const around = Object.fromEntries(bases.map((base) => [base, Math.round(referenceRequests[base]! / ((SLICES + 1) * slice))]));
   const requests = slices.reduce((sum, figures) => sum + figures.requests, 0);
   const figures: Figures = {
     requests,
