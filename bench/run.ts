@@ -1,6 +1,7 @@
 // npm run bench [-- --seconds 10 --connections 10 --only <text> --database <url> --large --skip-peer]
 // Every ratio is of figures measured in the same run, because absolute figures drift on shared
-// machines: against a bare Fastify hello-world (before and after the cases, averaged), against the
+// machines (a case judged against a reference or a peer is measured in slices between slices of
+// that server: measureCase): against a bare Fastify hello-world (before and after the cases, averaged), against the
 // reference rows (floor-server.ts: the per-request work the service must do and nothing else; the
 // second adds the bearer-token lookup a v4 GET needs), and against the peers for the token endpoint
 // (node-oidc-provider 9, peer-oidc-provider.ts, with the storage adapters of bench/peer-adapters/:
