@@ -64,7 +64,7 @@ interface Row extends Partial<Figures> {
   /** A figure that is not a throughput (milliseconds to start, MiB), judged by its target. */
   value?: number;
   note?: string;
-  /** req/s of a reference row measured around this case (half before, half after), by the reference's name. */
+  /** req/s of a reference or peer row measured around this case (measureCase), by that row's name. */
   around?: Record<string, number>;
 }
 
@@ -203,7 +203,7 @@ async function peer(storage: PeerStorage): Promise<Row[]> {
   process.stderr.write(`peer on ${storage}: minting ${SECRETS_PER_SERVER} codes and refresh tokens…\n`);
   // Minting through a network storage takes a while before the peer listens.
   const server = await startProcess(PEER, env, '/.well-known/openid-configuration', [], 600_000);
-  // The server stays up, for the service's grants to be measured between two halves on it (stopReferences).
+  // The server stays up, to be measured again around the service's grants (measureCase, stopReferences).
   const stop = async () => {
     await server.stop();
     rmSync(dir, { recursive: true, force: true });

@@ -63,8 +63,7 @@ export function classRoutes(definition: ClassDefinition) {
     const getOne = async (request: IdRequest, reply: FastifyReply, id: string) => {
       const text = await store.getJsonText(request.auth, id);
       if (text === undefined) throw notFound(`No ${noun} ${id}`);
-      // A string with a JSON type goes out as it is: the text is the instance schema's serialization already.
-      return reply.type('application/json; charset=utf-8').send(text);
+      return sendJson(reply, text);
     };
     const replace = async (request: IdRequest, reply: FastifyReply, id: string) => {
       const { created, row } = await store.replace(request.auth, id, request.body);

@@ -12,9 +12,11 @@ const NAMES_BY_MASK: readonly (readonly string[])[] = Array.from({ length: ALL_B
     .map(([name]) => name),
 );
 
+/** A mask NAMES_BY_MASK holds: what the API accepts (anything else only a hand-edited database holds). */
+const isKnownMask = (availability: number) => Number.isInteger(availability) && availability >= 0 && availability <= ALL_BITS;
+
 export function environmentNames(availability: number): string[] {
-  const names = NAMES_BY_MASK[availability & ALL_BITS]!;
-  return Number.isInteger(availability) && availability >= 0 && availability <= ALL_BITS ? [...names] : slowEnvironmentNames(availability);
+  return isKnownMask(availability) ? [...NAMES_BY_MASK[availability]!] : slowEnvironmentNames(availability);
 }
 
 function slowEnvironmentNames(availability: number): string[] {
@@ -50,9 +52,7 @@ const NAMES_JSON_BY_MASK: readonly string[] = NAMES_BY_MASK.map((names) => JSON.
  * digits are written as they are stored (only digits are stored: parseModId).
  */
 export function engramJson(config: Config, row: EngramRow): string {
-  const availability = row.availability;
-  const environments =
-    Number.isInteger(availability) && availability >= 0 && availability <= ALL_BITS ? NAMES_JSON_BY_MASK[availability]! : JSON.stringify(slowEnvironmentNames(availability));
+  const environments = isKnownMask(row.availability) ? NAMES_JSON_BY_MASK[row.availability]! : JSON.stringify(slowEnvironmentNames(row.availability));
   return (
     `{"path":${JSON.stringify(row.path)},"class":${JSON.stringify(row.class)},"label":${JSON.stringify(row.label)},` +
     `"environments":${environments},"can_blueprint":${row.can_blueprint === 1},` +
