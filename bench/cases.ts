@@ -9,7 +9,9 @@ export type Target =
   | { kind: 'of peer'; value: number; of: string }
   | { kind: 'req/s'; value: number }
   | { kind: 'at most'; value: number }
-  | { kind: 'p99 at most times'; value: number; of: string };
+  | { kind: 'p99 at most times'; value: number; of: string }
+  /** Not a target: the floor row `of` is measured around the case and shown beside it. */
+  | { kind: 'beside floor'; of: string };
 
 export interface Case {
   name: string;
@@ -22,6 +24,11 @@ export const REFERENCE = 'reference: bare Fastify + pino line + rate limit + raw
 export const referenceWithBearer = (database: Database) => `reference + bearer: the reference + one raw bearer-token lookup by hash (${database})`;
 
 export type Database = 'SQLite' | 'PostgreSQL';
+
+/** The 250-item page, and its floor: the reference + bearer serving the page by raw statements (floor-server.ts). */
+export const V4_PAGE = 'v4 GET /v4/projects (250-item page)';
+export const pageFloor = (database: Database) => `page floor: the reference + bearer serving the 250-item page by raw statements (${database})`;
+export const PAGE_PATH = '/v4/projects?pageSize=250';
 
 /** The v4 single GETs, measured against the reference with the bearer lookup. */
 export const V4_SINGLE_GETS = ['v4 GET /v4/user (bearer)', 'v4 GET /v4/projects/<id>'] as const;
@@ -115,7 +122,7 @@ export function standardCases(legacy: LegacyData, secrets: Secrets, projectId: s
     },
     { name: V4_SINGLE_GETS[0], targets: referenceBearer, load: { path: '/v4/user', headers: bearer } },
     { name: V4_SINGLE_GETS[1], targets: referenceBearer, load: { path: `/v4/projects/${projectId}`, headers: bearer } },
-    { name: 'v4 GET /v4/projects (250-item page)', targets: [{ kind: 'req/s', value: 1500 }], load: { path: '/v4/projects?pageSize=250', headers: bearer } },
+    { name: V4_PAGE, targets: [{ kind: 'req/s', value: 1500 }, { kind: 'beside floor', of: pageFloor(database) }], load: { path: PAGE_PATH, headers: bearer } },
     {
       name: 'v4 POST /v4/projects (250 new objects)',
       targets: [{ kind: 'req/s', value: 150 }],

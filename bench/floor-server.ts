@@ -8,9 +8,14 @@
 // of the Authorization header is looked up by its hash (SHA-256, as the service stores it) with one
 // raw prepared SELECT on the service's sessions table, in the service's own database; a missing or
 // expired token answers 401. The SQL names only the table and its columns.
+//
+// It then also serves the floor of the 250-item page, GET /v4/projects?pageSize=N: after the bearer
+// lookup, the page of the token's user by one raw prepared SELECT on the service's projects table
+// (the service's order: updated_at, then project_id, an index range scan), rows as arrays, the total
+// by a second SELECT when the page is full, and the spec's page object by JSON.stringify.
 import rateLimit from '@fastify/rate-limit';
 import Database from 'better-sqlite3';
-import Fastify from 'fastify';
+import Fastify, { type FastifyRequest } from 'fastify';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -25,6 +30,9 @@ db.exec('create table users (user_id text primary key, public_key text)');
 db.prepare('insert into users values (?, ?)').run('00000000-0000-4000-8000-000000000000', 'x'.repeat(180));
 const lookup = db.prepare<[string], { user_id: string; public_key: string }>('select user_id, public_key from users where user_id = ?');
 
+type ProjectValues = [string, string, string, string, string, number | string, number | string, number | string];
+const PAGE_COLUMNS = 'project_id, user_id, title, description, game_id, revision, created_at, updated_at';
+
 interface BearerSession {
   session_id: string;
   user_id: string;
@@ -34,20 +42,40 @@ interface BearerSession {
 }
 const BEARER_SQL = 'select session_id, user_id, client_id, scope, access_expires_at from sessions where access_token_hash = ';
 
-/** The session of an access-token hash, from the service's database, by one prepared statement. */
-function bearerLookup(url: string): { find: (hash: string) => BearerSession | undefined | Promise<BearerSession | undefined>; close: () => Promise<void> } {
+interface ServiceDatabase {
+  /** The session of an access-token hash. */
+  find: (hash: string) => BearerSession | undefined | Promise<BearerSession | undefined>;
+  /** A page of a user's projects, as column values, and their number. */
+  page: (userId: string, limit: number) => ProjectValues[] | Promise<ProjectValues[]>;
+  count: (userId: string) => number | Promise<number>;
+  close: () => Promise<void>;
+}
+
+/** The service's database, read by prepared statements. */
+function serviceDatabase(url: string): ServiceDatabase {
+  const pageSql = (userParam: string, limitParam: string) => `select ${PAGE_COLUMNS} from projects where user_id = ${userParam} order by updated_at, project_id limit ${limitParam}`;
+  const countSql = (userParam: string) => `select count(*) as total from projects where user_id = ${userParam}`;
   if (url.startsWith('sqlite:')) {
     const service = new Database(url.slice('sqlite:'.length), { readonly: true, fileMustExist: true });
-    const statement = service.prepare<[string], BearerSession>(`${BEARER_SQL}?`);
-    return { find: (hash) => statement.get(hash), close: async () => void service.close() };
+    const bearerStatement = service.prepare<[string], BearerSession>(`${BEARER_SQL}?`);
+    const pageStatement = service.prepare<[string, number], ProjectValues>(pageSql('?', '?')).raw(true);
+    const countStatement = service.prepare<[string], { total: number }>(countSql('?'));
+    return {
+      find: (hash) => bearerStatement.get(hash),
+      page: (userId, limit) => pageStatement.all(userId, limit) as unknown as ProjectValues[],
+      count: (userId) => countStatement.get(userId)!.total,
+      close: async () => void service.close(),
+    };
   }
   const pool = new pg.Pool({ connectionString: url, max: 10 });
   return {
     find: async (hash) => (await pool.query<BearerSession>({ name: 'bearer', text: `${BEARER_SQL}$1`, values: [hash] })).rows[0],
+    page: async (userId, limit) => (await pool.query<ProjectValues>({ name: 'page', text: pageSql('$1', '$2'), values: [userId, limit], rowMode: 'array' })).rows,
+    count: async (userId) => Number((await pool.query<{ total: string }>({ name: 'count', text: countSql('$1'), values: [userId] })).rows[0]!.total),
     close: () => pool.end(),
   };
 }
-const bearer = process.env.FLOOR_BEARER_DATABASE ? bearerLookup(process.env.FLOOR_BEARER_DATABASE) : undefined;
+const bearer = process.env.FLOOR_BEARER_DATABASE ? serviceDatabase(process.env.FLOOR_BEARER_DATABASE) : undefined;
 
 const app = Fastify({ logger: { level: 'info', stream: pino.destination({ dest: 1, sync: false }) }, disableRequestLogging: true });
 app.addHook('onResponse', (request, reply, done) => {
@@ -55,15 +83,31 @@ app.addHook('onResponse', (request, reply, done) => {
   done();
 });
 await app.register(rateLimit, { max: 1_000_000_000, timeWindow: 60_000 });
+/** The bearer token's session, or undefined when the request has no valid token. */
+async function session(request: FastifyRequest): Promise<BearerSession | undefined> {
+  const header = request.headers.authorization;
+  const found = header?.startsWith('Bearer ') ? await bearer!.find(hashSecret(header.slice('Bearer '.length))) : undefined;
+  return found && Number(found.access_expires_at) > Date.now() ? found : undefined;
+}
+const unauthorized = { code: 'unauthorized', message: 'no valid bearer token' };
+
 app.get<{ Params: { id: string } }>('/v1/user.php/:id', async (request, reply) => {
-  if (bearer) {
-    const header = request.headers.authorization;
-    const session = header?.startsWith('Bearer ') ? await bearer.find(hashSecret(header.slice('Bearer '.length))) : undefined;
-    if (!session || Number(session.access_expires_at) <= Date.now()) return reply.code(401).send({ code: 'unauthorized', message: 'no valid bearer token' });
-  }
+  if (bearer && !(await session(request))) return reply.code(401).send(unauthorized);
   const row = lookup.get(request.params.id);
   return row ?? reply.code(404).send({ code: 'notFound', message: 'not found' });
 });
+if (bearer) {
+  const iso = (millis: number | string) => new Date(Number(millis)).toISOString();
+  app.get<{ Querystring: { pageSize?: string } }>('/v4/projects', async (request, reply) => {
+    const caller = await session(request);
+    if (!caller) return reply.code(401).send(unauthorized);
+    const pageSize = Math.min(250, Math.max(1, Number(request.query.pageSize ?? 250) || 250));
+    const rows = await bearer.page(caller.user_id, pageSize);
+    const total = rows.length < pageSize ? rows.length : await bearer.count(caller.user_id);
+    const results = rows.map(([projectId, userId, title, description, gameId, revision, createdAt, updatedAt]) => ({ projectId, userId, title, description, gameId, revision: Number(revision), createdAt: iso(createdAt), updatedAt: iso(updatedAt) }));
+    return reply.type('application/json; charset=utf-8').send(JSON.stringify({ totalResults: total, pageSize, pages: Math.ceil(total / pageSize), page: 1, results }));
+  });
+}
 await app.listen({ port: Number(process.env.PORT ?? 0), host: '127.0.0.1' });
 process.on('SIGTERM', () =>
   void app.close().then(async () => {

@@ -13,11 +13,14 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import {
+  PAGE_PATH,
   REFERENCE,
+  V4_PAGE,
   V4_SINGLE_GETS,
   engramListLoads,
   grantLoads,
   mixedLoads,
+  pageFloor,
   peerRowName,
   peerTargets,
   peersOf,
@@ -135,6 +138,19 @@ async function floor(bearer?: { databaseUrl: string; accessToken: string }): Pro
   return { name, connections, ...figures, serverRssMiB: server.memory().peakMiB };
 }
 
+/**
+ * The page floor: the reference + bearer's server serving the 250-item page of the token's user by
+ * raw statements, once the service made the projects (floor-server.ts). It stays up with that server.
+ */
+async function floorPage(accessToken: string): Promise<Row> {
+  const { server, stop } = references.get(referenceWithBearer(databaseLabel))!;
+  const load: Load = { path: PAGE_PATH, headers: { authorization: `Bearer ${accessToken}` } };
+  const name = pageFloor(databaseLabel);
+  references.set(name, { server, load, stop });
+  await measure(server.url, load, { seconds: 2, connections }); // warm-up
+  return { name, connections, ...(await measure(server.url, load, { seconds, connections })), serverRssMiB: server.memory().peakMiB };
+}
+
 async function stopReferences(): Promise<void> {
   // A peer's rows share one server: stopped once.
   for (const stop of new Set([...references.values()].map((reference) => reference.stop))) await stop();
@@ -156,7 +172,7 @@ const SLICES = 5;
  * of theirs, its p99 the highest.
  */
 async function measureCase(server: Running, name: string, targets: Target[] | undefined, load: Load): Promise<Row> {
-  const bases = (targets ?? []).flatMap((target) => ((target.kind === 'of reference' || target.kind === 'of peer') && references.has(target.of) ? [target.of] : []));
+  const bases = (targets ?? []).flatMap((target) => ('of' in target && references.has(target.of) ? [target.of] : []));
   if (bases.length === 0) return { name, targets, connections, ...(await measureWarm(server.url, load)), serverRssMiB: server.memory().peakMiB };
   if (!load.next) await measure(server.url, load, { seconds: 1, connections });
   const slice = seconds / SLICES;
@@ -236,7 +252,7 @@ async function runStandard(): Promise<Row[]> {
     process.stderr.write('minting codes and refresh tokens…\n');
     const secrets = await mintSecrets(databaseUrl, SECRETS_PER_SERVER);
     const rows: Row[] = [];
-    if ([referenceWithBearer(databaseLabel), ...V4_SINGLE_GETS].some(wanted)) {
+    if ([referenceWithBearer(databaseLabel), ...V4_SINGLE_GETS, V4_PAGE].some(wanted)) {
       process.stderr.write(`${referenceWithBearer(databaseLabel)}…\n`);
       rows.push(await floor({ databaseUrl, accessToken: secrets.accessToken }));
     }
@@ -264,6 +280,10 @@ async function runStandard(): Promise<Row[]> {
       process.stderr.write('creating v1 and v4 data through the API…\n');
       const legacy = await legacyData(server.url, workshop, 10_000);
       const projectId = await projects(server.url, secrets.accessToken, 300);
+      if (wanted(V4_PAGE)) {
+        process.stderr.write(`${pageFloor(databaseLabel)}…\n`);
+        rows.push(await floorPage(secrets.accessToken));
+      }
       for (const item of standardCases(legacy, secrets, projectId, databaseLabel)) {
         if (!wanted(item.name)) continue;
         process.stderr.write(`${item.name}…\n`);
@@ -338,6 +358,7 @@ async function mixed(server: Running, legacy: Parameters<typeof mixedLoads>[0], 
 function shortName(row: string): string {
   if (row === REFERENCE) return 'reference';
   if (row === referenceWithBearer(databaseLabel)) return 'reference + bearer';
+  if (row === pageFloor(databaseLabel)) return 'page floor';
   return row.slice(0, row.indexOf(':')).replace('node-oidc-provider 9 ', '');
 }
 
@@ -356,6 +377,10 @@ function verdictOf(target: Target, row: Row, value: number, byName: Map<string, 
       const bracketed = row.around?.[target.of] !== undefined;
       const aside = bracketed && first ? ` (${(value / first).toFixed(2)} × its row at the start)` : '';
       return `${ratio.toFixed(2)} × ${label}${bracketed ? ' around it' : ''} (≥ ${target.value}): ${met(ratio >= target.value)}${aside}`;
+    }
+    case 'beside floor': {
+      const around = row.around?.[target.of];
+      return around ? `${shortName(target.of)} around it ${around} req/s (${(value / around).toFixed(2)} × it)` : undefined;
     }
     case 'req/s':
       return `≥ ${target.value} req/s: ${met(value >= target.value)}`;
