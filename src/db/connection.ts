@@ -5,7 +5,7 @@ import BetterSqlite3 from 'better-sqlite3';
 import { createQueryId, Kysely, PostgresDialect, sql, type CompiledQuery } from 'kysely';
 import pg from 'pg';
 import type { Schema } from './schema.ts';
-import { CommitGroup, selectArrays, selectRows, SqliteConnectionsDialect, StatementCache, WriteLock, type SqliteConnections } from './sqlite-driver.ts';
+import { CommitGroup, selectArrays, selectRows, SqliteConnectionsDialect, StatementCache, TurnReader, WriteLock, type SqliteConnections } from './sqlite-driver.ts';
 import { configureWriter } from './sqlite-writer-settings.ts';
 import { SqliteThread, type BatchStatement } from './sqlite-thread.ts';
 
@@ -95,7 +95,8 @@ function open(target: DatabaseTarget, options: OpenOptions): Database {
     const reader = target.path === ':memory:' ? connection : sqliteConnection(target.path, { readonly: true });
     const writer = new StatementCache(connection);
     const lock = new WriteLock();
-    const connections: SqliteConnections = { writer, reader: new StatementCache(reader), lock, group: undefined! };
+    const turnReader = reader === connection ? undefined : new TurnReader(reader);
+    const connections: SqliteConnections = { writer, reader: turnReader ?? writer, lock, group: undefined! };
     connections.group = new CommitGroup(connections);
     const db = new Kysely<Schema>({ dialect: new SqliteConnectionsDialect(connections) });
     // (An in-memory database exists only on its own connection: no thread could reach it.) The
@@ -106,7 +107,13 @@ function open(target: DatabaseTarget, options: OpenOptions): Database {
         ? undefined
         : new SqliteThread(target.path, connections, { autocheckpoint: () => checkpoints!.autocheckpointFrames, restartFrom: () => checkpoints!.restartFrames }, options.threadIdleMs);
     const checkpoints: BackgroundCheckpoints | undefined = thread && new BackgroundCheckpoints(connection, thread, options);
-    if (checkpoints) connections.afterWrite = () => checkpoints.noteWrite();
+    if (turnReader) connections.beforeWrite = turnReader.end;
+    if (turnReader || checkpoints) {
+      connections.afterWrite = () => {
+        turnReader?.end();
+        checkpoints?.noteWrite();
+      };
+    }
     return {
       db,
       writeBatch: thread && ((statements, unless) => thread.write(statements, unless)),

@@ -64,7 +64,7 @@ export class SqliteThread {
 
   constructor(
     private readonly path: string,
-    private readonly connections: Pick<SqliteConnections, 'lock' | 'group' | 'afterWrite'>,
+    private readonly connections: Pick<SqliteConnections, 'lock' | 'group' | 'beforeWrite' | 'afterWrite'>,
     private readonly log: {
       /** The writer's wal_autocheckpoint now, which the thread's connection follows. */
       autocheckpoint: () => number;
@@ -95,6 +95,7 @@ export class SqliteThread {
     run.batches++;
     try {
       await run.ready;
+      this.connections.beforeWrite?.();
       const written = (await this.#send({ id: this.#nextId++, statements, unless, autocheckpoint: this.log.autocheckpoint() })).written === true;
       if (written) this.connections.afterWrite?.();
       return written;
