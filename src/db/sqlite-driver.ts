@@ -93,6 +93,7 @@ export class TurnReader extends StatementCache {
     if (!this.#open) {
       this.#begin.run();
       this.#open = true;
+      // (A pending immediate also keeps the loop's poll from waiting while the snapshot is held.)
       setImmediate(this.end);
     }
     return super.prepare(text);
