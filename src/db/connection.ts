@@ -107,10 +107,11 @@ function open(target: DatabaseTarget, options: OpenOptions): Database {
         ? undefined
         : new SqliteThread(target.path, connections, { autocheckpoint: () => checkpoints!.autocheckpointFrames, restartFrom: () => checkpoints!.restartFrames }, options.threadIdleMs);
     const checkpoints: BackgroundCheckpoints | undefined = thread && new BackgroundCheckpoints(connection, thread, options);
-    if (turnReader) connections.beforeWrite = turnReader.end;
-    if (turnReader || checkpoints) {
+    // (A file database has both the turn reader and the checkpoints; an in-memory one neither.)
+    if (turnReader) {
+      connections.beforeWrite = turnReader.end;
       connections.afterWrite = () => {
-        turnReader?.end();
+        turnReader.end();
         checkpoints?.noteWrite();
       };
     }
