@@ -1,4 +1,4 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { hash, timingSafeEqual } from 'node:crypto';
 
 /** The only challenge method: `plain` would give the code away to whoever sees the request. */
 export const CODE_CHALLENGE_METHODS = ['S256'] as const;
@@ -11,8 +11,9 @@ export const isCodeChallenge = (value: unknown): value is string => typeof value
 /** RFC 7636 §4.1: 43–128 unreserved characters. */
 export const isCodeVerifier = (value: unknown): value is string => typeof value === 'string' && /^[A-Za-z0-9\-._~]{43,128}$/.test(value);
 
+/** The S256 challenge of a verifier (ASCII by isCodeVerifier, so its UTF-8 bytes are the ASCII ones RFC 7636 hashes). */
 export function challengeOf(verifier: string): string {
-  return createHash('sha256').update(verifier, 'ascii').digest('base64url');
+  return hash('sha256', verifier, 'base64url');
 }
 
 /** True when `verifier` is well formed and hashes to `challenge`, compared in constant time. */

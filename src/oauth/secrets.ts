@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 
 // Random bytes are drawn 2 KiB at a time (as node's randomUUID keeps a cache): one call into the
 // system's generator per 64 secrets instead of one each, which was 4 % of a token grant's
@@ -19,5 +19,9 @@ export function newSecret(): string {
   return secret;
 }
 
-/** What is stored in place of a token, code or secret. They are random, so a plain hash suffices. */
-export const hashSecret = (secret: string) => createHash('sha256').update(secret).digest('base64url');
+/**
+ * What is stored in place of a token, code or secret. They are random, so a plain hash suffices.
+ * (`hash` is one call into OpenSSL where createHash().update().digest() is three and an object:
+ * a third of the time, and a v4 request hashes its bearer token.)
+ */
+export const hashSecret = (secret: string) => hash('sha256', secret, 'base64url');

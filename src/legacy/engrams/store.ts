@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { Kysely, Transaction } from 'kysely';
 import { bumpContentVersion } from '../../db/content-versions.ts';
 import { isForeignKeyViolation } from '../../db/errors.ts';
@@ -38,7 +38,7 @@ export class EngramRuleError extends Error {
   }
 }
 
-export const engramUid = (path: string) => createHash('md5').update(path.toLowerCase()).digest('hex');
+export const engramUid = (path: string) => hash('md5', path.toLowerCase(), 'hex');
 export const isEngramUid = (identifier: string) => /^[0-9a-f]{32}$/i.test(identifier);
 
 /** The class string the game uses for a blueprint path: its object name plus _C. */
