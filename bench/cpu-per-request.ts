@@ -1,4 +1,4 @@
-// npx tsx bench/cpu-per-request.ts [--seconds 3] [--rounds 3] [--before <entry.js>] [--cases user,engram,download,v4user,v4project,304,refresh,code]
+// npx tsx bench/cpu-per-request.ts [--seconds 3] [--rounds 3] [--before '<entry.js> [node flags…]'] [--cases user,engram,download,v4user,v4project,304,refresh,code]
 //   [--secrets 150000 (refresh tokens and codes minted for the refresh and code cases)]
 //   [--database postgres://… (the service on a fresh schema of that database instead of SQLite)]
 //
@@ -46,6 +46,8 @@ const { values } = parseArgs({
   },
 });
 const seconds = Number(values.seconds);
+/** --before '<entry.js> [node flags…]': an earlier build, or this one with other node flags. */
+const beforeBuild = values.before?.split(' ').filter(Boolean) ?? [];
 const connections = Number(values.connections);
 const wanted = values.cases.split(',');
 const FLOOR_PATH = '/v1/user.php/00000000-0000-4000-8000-000000000000';
@@ -73,9 +75,9 @@ async function measureCpu(server: Running, load: Load) {
 
 let nextAppName = 0;
 /** Starts a server whose PostgreSQL connections are told apart by their application_name. */
-async function startServer(entry: string, env: Record<string, string>, probePath: string): Promise<Running> {
+async function startServer(entry: string, env: Record<string, string>, probePath: string, flags: string[] = []): Promise<Running> {
   const appName = `cpu-per-request-${process.pid}-${nextAppName++}`;
-  const server = await startProcess(entry, { ...env, PGAPPNAME: appName }, probePath);
+  const server = await startProcess(entry, { ...env, PGAPPNAME: appName }, probePath, flags);
   appNames.set(server.pid, appName);
   return server;
 }
@@ -115,7 +117,7 @@ try {
     await maker.stop();
   }
   // Both builds start together: neither gets the quieter moment or the lower pid.
-  const [service, earlier] = await Promise.all([startServer('dist/server.js', env, '/healthz'), values.before ? startServer(values.before, env, '/healthz') : undefined]);
+  const [service, earlier] = await Promise.all([startServer('dist/server.js', env, '/healthz'), values.before ? startServer(beforeBuild[0]!, env, '/healthz', beforeBuild.slice(1)) : undefined]);
   running.push(service);
   const grants = wanted.includes('refresh') || wanted.includes('code');
   const tokenFloor = schema && grants ? await startServer('./bench/token-floor-pg-server.ts', { DATABASE_URL: databaseUrl }, '/') : undefined;
