@@ -48,6 +48,8 @@ interface ServiceDatabase {
   /** A page of a user's projects, as column values, and their number. */
   page: (userId: string, limit: number) => ProjectValues[] | Promise<ProjectValues[]>;
   count: (userId: string) => number | Promise<number>;
+  /** A project of a user, as column values. */
+  project: (projectId: string, userId: string) => ProjectValues | undefined | Promise<ProjectValues | undefined>;
   close: () => Promise<void>;
 }
 
@@ -55,15 +57,18 @@ interface ServiceDatabase {
 function serviceDatabase(url: string): ServiceDatabase {
   const pageSql = (userParam: string, limitParam: string) => `select ${PAGE_COLUMNS} from projects where user_id = ${userParam} order by updated_at, project_id limit ${limitParam}`;
   const countSql = (userParam: string) => `select count(*) as total from projects where user_id = ${userParam}`;
+  const projectSql = (idParam: string, userParam: string) => `select ${PAGE_COLUMNS} from projects where project_id = ${idParam} and user_id = ${userParam}`;
   if (url.startsWith('sqlite:')) {
     const service = new Database(url.slice('sqlite:'.length), { readonly: true, fileMustExist: true });
     const bearerStatement = service.prepare<[string], BearerSession>(`${BEARER_SQL}?`);
     const pageStatement = service.prepare<[string, number], ProjectValues>(pageSql('?', '?')).raw(true);
     const countStatement = service.prepare<[string], { total: number }>(countSql('?'));
+    const projectStatement = service.prepare<[string, string], ProjectValues>(projectSql('?', '?')).raw(true);
     return {
       find: (hash) => bearerStatement.get(hash),
       page: (userId, limit) => pageStatement.all(userId, limit) as unknown as ProjectValues[],
       count: (userId) => countStatement.get(userId)!.total,
+      project: (projectId, userId) => projectStatement.get(projectId, userId) as unknown as ProjectValues | undefined,
       close: async () => void service.close(),
     };
   }
@@ -72,6 +77,7 @@ function serviceDatabase(url: string): ServiceDatabase {
     find: async (hash) => (await pool.query<BearerSession>({ name: 'bearer', text: `${BEARER_SQL}$1`, values: [hash] })).rows[0],
     page: async (userId, limit) => (await pool.query<ProjectValues>({ name: 'page', text: pageSql('$1', '$2'), values: [userId, limit], rowMode: 'array' })).rows,
     count: async (userId) => Number((await pool.query<{ total: string }>({ name: 'count', text: countSql('$1'), values: [userId] })).rows[0]!.total),
+    project: async (projectId, userId) => (await pool.query<ProjectValues>({ name: 'project', text: projectSql('$1', '$2'), values: [projectId, userId], rowMode: 'array' })).rows[0],
     close: () => pool.end(),
   };
 }
@@ -98,13 +104,21 @@ app.get<{ Params: { id: string } }>('/v1/user.php/:id', async (request, reply) =
 });
 if (bearer) {
   const iso = (millis: number | string) => new Date(Number(millis)).toISOString();
+  const projectJson = ([projectId, userId, title, description, gameId, revision, createdAt, updatedAt]: ProjectValues) =>
+    ({ projectId, userId, title, description, gameId, revision: Number(revision), createdAt: iso(createdAt), updatedAt: iso(updatedAt) });
+  app.get<{ Params: { id: string } }>('/v4/projects/:id', async (request, reply) => {
+    const caller = await session(request);
+    if (!caller) return reply.code(401).send(unauthorized);
+    const row = await bearer.project(request.params.id, caller.user_id);
+    return row ? projectJson(row) : reply.code(404).send({ code: 'notFound', message: 'not found' });
+  });
   app.get<{ Querystring: { pageSize?: string } }>('/v4/projects', async (request, reply) => {
     const caller = await session(request);
     if (!caller) return reply.code(401).send(unauthorized);
     const pageSize = Math.min(250, Math.max(1, Number(request.query.pageSize ?? 250) || 250));
     const rows = await bearer.page(caller.user_id, pageSize);
     const total = rows.length < pageSize ? rows.length : await bearer.count(caller.user_id);
-    const results = rows.map(([projectId, userId, title, description, gameId, revision, createdAt, updatedAt]) => ({ projectId, userId, title, description, gameId, revision: Number(revision), createdAt: iso(createdAt), updatedAt: iso(updatedAt) }));
+    const results = rows.map(projectJson);
     return reply.type('application/json; charset=utf-8').send(JSON.stringify({ totalResults: total, pageSize, pages: Math.ceil(total / pageSize), page: 1, results }));
   });
 }

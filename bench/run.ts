@@ -22,6 +22,7 @@ import {
   mixedLoads,
   pageFloor,
   peerRowName,
+  projectFloor,
   peerTargets,
   peersOf,
   referenceWithBearer,
@@ -139,13 +140,13 @@ async function floor(bearer?: { databaseUrl: string; accessToken: string }): Pro
 }
 
 /**
- * The page floor: the reference + bearer's server serving the 250-item page of the token's user by
- * raw statements, once the service made the projects (floor-server.ts). It stays up with that server.
+ * A floor of the reference + bearer's server that reads the service's projects by raw statements,
+ * once the service made them (floor-server.ts): the 250-item page of the token's user, or one of
+ * the user's projects. It stays up with that server.
  */
-async function floorPage(accessToken: string): Promise<Row> {
+async function floorOnProjects(name: string, path: string, accessToken: string): Promise<Row> {
   const { server, stop } = references.get(referenceWithBearer(databaseLabel))!;
-  const load: Load = { path: PAGE_PATH, headers: { authorization: `Bearer ${accessToken}` } };
-  const name = pageFloor(databaseLabel);
+  const load: Load = { path, headers: { authorization: `Bearer ${accessToken}` } };
   references.set(name, { server, load, stop });
   await measure(server.url, load, { seconds: 2, connections }); // warm-up
   return { name, connections, ...(await measure(server.url, load, { seconds, connections })), serverRssMiB: server.memory().peakMiB };
@@ -280,9 +281,13 @@ async function runStandard(): Promise<Row[]> {
       process.stderr.write('creating v1 and v4 data through the API…\n');
       const legacy = await legacyData(server.url, workshop, 10_000);
       const projectId = await projects(server.url, secrets.accessToken, 300);
-      if (wanted(V4_PAGE)) {
-        process.stderr.write(`${pageFloor(databaseLabel)}…\n`);
-        rows.push(await floorPage(secrets.accessToken));
+      for (const [name, path, forCase] of [
+        [pageFloor(databaseLabel), PAGE_PATH, V4_PAGE],
+        [projectFloor(databaseLabel), `/v4/projects/${projectId}`, V4_SINGLE_GETS[1]],
+      ] as const) {
+        if (!wanted(forCase)) continue;
+        process.stderr.write(`${name}…\n`);
+        rows.push(await floorOnProjects(name, path, secrets.accessToken));
       }
       for (const item of standardCases(legacy, secrets, projectId, databaseLabel)) {
         if (!wanted(item.name)) continue;
@@ -359,6 +364,7 @@ function shortName(row: string): string {
   if (row === REFERENCE) return 'reference';
   if (row === referenceWithBearer(databaseLabel)) return 'reference + bearer';
   if (row === pageFloor(databaseLabel)) return 'page floor';
+  if (row === projectFloor(databaseLabel)) return 'single-GET floor';
   return row.slice(0, row.indexOf(':')).replace('node-oidc-provider 9 ', '');
 }
 
