@@ -9,9 +9,11 @@ export class OneLinePerRequest extends LogController {
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
     if (this.isLogDisabled(request)) return;
+    const { url } = request;
+    const query = url.indexOf('?');
     const line = {
       method: request.method,
-      path: request.url.split('?', 1)[0],
+      path: query === -1 ? url : url.slice(0, query),
       status: reply.statusCode,
       ms: Math.round(reply.elapsedTime * 10) / 10,
       ip: request.ip,
@@ -24,12 +26,28 @@ export class OneLinePerRequest extends LogController {
 const SECRET_KEYS = ['password', 'client_secret', 'access_token', 'refresh_token', 'code_verifier', 'token', 'code'];
 const SECRET_HEADERS = ['authorization', 'x-service-token', 'cookie'];
 
+/** Whether `object` has a field censorSecrets looks at (SECRET_KEYS or headers). */
+function mayHoldSecrets(object: Record<string, unknown>): boolean {
+  return (
+    'headers' in object ||
+    'password' in object ||
+    'client_secret' in object ||
+    'access_token' in object ||
+    'refresh_token' in object ||
+    'code_verifier' in object ||
+    'token' in object ||
+    'code' in object
+  );
+}
+
 /**
  * pino's log formatter: a logged object's secret-named fields, and the credential headers of a
  * logged `headers` object, are replaced by "[redacted]" whatever logs them. (A logged `req` goes
  * through Fastify's serializer, which keeps no headers.)
  */
 export function censorSecrets(object: Record<string, unknown>): Record<string, unknown> {
+  // Named checks first: the loop's `key in object` is a megamorphic lookup, on every line logged.
+  if (!mayHoldSecrets(object)) return object;
   let censored: Record<string, unknown> | undefined;
   for (const key of SECRET_KEYS) {
     if (key in object) (censored ??= { ...object })[key] = '[redacted]';

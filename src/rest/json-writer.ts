@@ -7,10 +7,18 @@ export type InstanceWriter = (values: readonly unknown[], caller: Caller) => str
 
 /** A character that JSON must escape in a string (or a lone surrogate, which JSON.stringify escapes). */
 const NEEDS_ESCAPING = /[\u0000-\u001f"\\\ud800-\udfff]/;
+/** The same but for the line feed. */
+const NEEDS_ESCAPING_BESIDES_LF = /[\u0000-\u0009\u000b-\u001f"\\\ud800-\udfff]/;
 
-/** JSON.stringify(text), without its cost for the common string that needs no escaping. */
+/**
+ * JSON.stringify(text), without its cost for the common strings: one that needs no escaping, and
+ * one whose only escapes are line feeds (a PEM public key: V8 escapes such a string character by
+ * character, 12,000 instructions for a 450-character key).
+ */
 export function jsonString(text: string): string {
-  return NEEDS_ESCAPING.test(text) ? JSON.stringify(text) : `"${text}"`;
+  if (!NEEDS_ESCAPING.test(text)) return `"${text}"`;
+  if (!NEEDS_ESCAPING_BESIDES_LF.test(text)) return `"${text.replaceAll('\n', '\\n')}"`;
+  return JSON.stringify(text);
 }
 
 /**

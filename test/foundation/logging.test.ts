@@ -240,6 +240,19 @@ describe('secrets never reach the logs', () => {
     for (const value of ['stray-password-1', 'stray-secret-2', 'stray-token-3', 'stray-cookie-4']) remember(value, value);
   });
 
+  test('every secret-named field is censored, alone in a log call', () => {
+    const names = ['password', 'client_secret', 'access_token', 'refresh_token', 'code_verifier', 'token', 'code'];
+    const before = server.logs.length;
+    for (const name of names) server.app.log.warn({ [name]: `stray-${name}`, detail: 'kept' }, 'stray field');
+    const lines = parsed(server, before);
+    assert.equal(lines.length, names.length);
+    for (const [index, name] of names.entries()) {
+      assert.equal(lines[index]![name], '[redacted]', name);
+      assert.equal(lines[index]!.detail, 'kept');
+      remember(name, `stray-${name}`);
+    }
+  });
+
   test('none of the values above appears in any log line', () => {
     assert.ok(secrets.length >= 15, `collected ${secrets.length} secrets`);
     const all = server.logs.join('\n');

@@ -35,7 +35,7 @@ const Thing: ClassDefinition = {
   defaultSort: 'createdAt',
 };
 
-const awkward = ['', 'plain', 'a "quoted" \\ back\\slash', 'line\nbreak\ttab\u0001', 'lone \ud800 surrogate', 'pair 😀 é ü 中文', 'x'.repeat(5000), `${'"'.repeat(50)}`, '\u2028\u2029', '</script>'];
+const awkward = ['', 'plain', 'a "quoted" \\ back\\slash', 'line\nbreak\ttab\u0001', 'lone \ud800 surrogate', 'pair 😀 é ü 中文', 'x'.repeat(5000), `${'"'.repeat(50)}`, '\u2028\u2029', '</script>', '-----BEGIN PUBLIC KEY-----\nMIIBIjAN\n+/=\n-----END PUBLIC KEY-----\n', '\n', '\n\n', 'lf\nand cr\r\n', 'lf\nand "quote"', 'lf\nand \\', 'lf\nand \ud800', 'lf\nand \u001f'];
 
 test('an instance written from its column values is the text the response schema serialises the mapped object to', () => {
   for (const definition of [Thing, Project, User]) {
