@@ -102,11 +102,10 @@ export interface LegacyData {
   documentId: string;
 }
 
-/** A v1 user with a confirmed mod holding `engramCount` engrams, and one published document. */
-export async function legacyData(baseUrl: string, workshop: FakeWorkshop, engramCount: number): Promise<LegacyData> {
+/** A v1 user with a confirmed mod (`modId`) holding `engramCount` engrams, and one published document. */
+export async function legacyData(baseUrl: string, workshop: FakeWorkshop, engramCount: number, modId = '900000001'): Promise<LegacyData> {
   const signer = new Signer();
   await call(baseUrl, 'POST', '/v1/user.php', { 'content-type': 'application/json' }, JSON.stringify({ user_id: signer.userId, public_key: signer.publicPem }));
-  const modId = '900000001';
   workshop.items.set(modId, { name: 'Benchmark Mod' });
   const registration = JSON.stringify({ mod_id: modId });
   const mod = await call(baseUrl, 'POST', '/v1/mod.php', signer.headers('POST', '/v1/mod.php', registration), registration);
@@ -115,11 +114,13 @@ export async function legacyData(baseUrl: string, workshop: FakeWorkshop, engram
   await call(baseUrl, 'GET', confirm, signer.headers('GET', confirm));
 
   const BATCH = 5_000;
+  // Engram paths are unique across mods (their uid is the path's hash): another mod's go elsewhere.
+  const folder = modId === '900000001' ? '' : `_${modId}`;
   for (let from = 0; from < engramCount; from += BATCH) {
     const engrams = Array.from({ length: Math.min(BATCH, engramCount - from) }, (_, k) => {
       const n = from + k;
       return {
-        path: `/Game/Mods/Bench/Items/Item_${n}/PrimalItem_Bench_${n}.PrimalItem_Bench_${n}`,
+        path: `/Game/Mods/Bench${folder}/Items/Item_${n}/PrimalItem_Bench_${n}.PrimalItem_Bench_${n}`,
         label: `Bench Item ${n}`,
         mod_id: modId,
         availability: 3,
@@ -129,7 +130,7 @@ export async function legacyData(baseUrl: string, workshop: FakeWorkshop, engram
     const body = JSON.stringify(engrams);
     await call(baseUrl, 'POST', '/v1/engram.php', signer.headers('POST', '/v1/engram.php', body), body);
   }
-  const engramUid = createHash('md5').update('/Game/Mods/Bench/Items/Item_0/PrimalItem_Bench_0.PrimalItem_Bench_0'.toLowerCase()).digest('hex');
+  const engramUid = createHash('md5').update(`/Game/Mods/Bench${folder}/Items/Item_0/PrimalItem_Bench_0.PrimalItem_Bench_0`.toLowerCase()).digest('hex');
 
   const documentId = randomUUID();
   const document = JSON.stringify({
