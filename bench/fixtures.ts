@@ -102,8 +102,11 @@ export interface LegacyData {
   documentId: string;
 }
 
+/** The bench's mod (legacyData), whose engrams keep the paths earlier runs used. */
+const BENCH_MOD_ID = '900000001';
+
 /** A v1 user with a confirmed mod (`modId`) holding `engramCount` engrams, and one published document. */
-export async function legacyData(baseUrl: string, workshop: FakeWorkshop, engramCount: number, modId = '900000001'): Promise<LegacyData> {
+export async function legacyData(baseUrl: string, workshop: FakeWorkshop, engramCount: number, modId = BENCH_MOD_ID): Promise<LegacyData> {
   const signer = new Signer();
   await call(baseUrl, 'POST', '/v1/user.php', { 'content-type': 'application/json' }, JSON.stringify({ user_id: signer.userId, public_key: signer.publicPem }));
   workshop.items.set(modId, { name: 'Benchmark Mod' });
@@ -115,7 +118,7 @@ export async function legacyData(baseUrl: string, workshop: FakeWorkshop, engram
 
   const BATCH = 5_000;
   // Engram paths are unique across mods (their uid is the path's hash): another mod's go elsewhere.
-  const folder = modId === '900000001' ? '' : `_${modId}`;
+  const folder = modId === BENCH_MOD_ID ? '' : `_${modId}`;
   for (let from = 0; from < engramCount; from += BATCH) {
     const engrams = Array.from({ length: Math.min(BATCH, engramCount - from) }, (_, k) => {
       const n = from + k;

@@ -23,7 +23,8 @@ export class OneLinePerRequest extends LogController {
   }
 }
 
-const SECRET_KEYS = ['password', 'client_secret', 'access_token', 'refresh_token', 'code_verifier', 'token', 'code'];
+/** Field names whose values censorSecrets replaces (mayHoldSecrets names each of them too). */
+export const SECRET_KEYS = ['password', 'client_secret', 'access_token', 'refresh_token', 'code_verifier', 'token', 'code'];
 const SECRET_HEADERS = ['authorization', 'x-service-token', 'cookie'];
 
 /** Whether `object` has a field censorSecrets looks at (SECRET_KEYS or headers). */
