@@ -4,8 +4,7 @@
  * (passkey_added, passkey_removed). Removing the account's last way to sign in (no password and no
  * other passkey) is refused.
  */
-import { generateRegistrationOptions, verifyRegistrationResponse, type RegistrationResponseJSON } from '@simplewebauthn/server';
-import { decodeClientDataJSON, isoBase64URL } from '@simplewebauthn/server/helpers';
+import type { RegistrationResponseJSON } from '@simplewebauthn/server';
 import { isUniqueViolation } from '../db/errors.ts';
 import type { Account } from './accounts.ts';
 import { CHALLENGE_TTL_MS, consumeChallenge, issueChallenge } from './passkey-challenges.ts';
@@ -15,6 +14,7 @@ import type { Kysely } from 'kysely';
 import type { Schema } from '../db/schema.ts';
 import type { RelyingParty } from './relying-party.ts';
 import { recordSecurityEvent, type EventOrigin } from './security-events.ts';
+import { webauthn } from './webauthn.ts';
 
 /** Passkeys one account may hold. */
 export const MAX_PASSKEYS = 20;
@@ -30,6 +30,7 @@ export async function passkeyRegistrationOptions(ctx: AccountContext, account: A
   const existing = await listPasskeys(ctx.db, account.userId);
   if (existing.length >= MAX_PASSKEYS) return undefined;
   const challenge = await issueChallenge(ctx.db, { bindingHash, purpose: 'register', userId: account.userId });
+  const { generateRegistrationOptions, isoBase64URL } = await webauthn();
   return generateRegistrationOptions({
     rpName: ctx.rp.name,
     rpID: ctx.rp.id,
@@ -78,6 +79,7 @@ export async function addPasskey(ctx: AccountContext, account: Account, input: {
     name = typeof input.name === 'string' ? cleanPasskeyName(input.name) : undefined;
     if (!name) return refused('A passkey name has 1 to 64 characters.');
   }
+  const { decodeClientDataJSON, isoBase64URL, verifyRegistrationResponse } = await webauthn();
   let challenge: string;
   try {
     challenge = decodeClientDataJSON(response.response.clientDataJSON).challenge;

@@ -12,8 +12,7 @@
  * An attempt counts against the password form's limits (per IP, and per account once the
  * credential names one) before it is checked, and is given back when it succeeds.
  */
-import { generateAuthenticationOptions, verifyAuthenticationResponse, type AuthenticationResponseJSON } from '@simplewebauthn/server';
-import { decodeClientDataJSON, isoBase64URL, parseAuthenticatorData } from '@simplewebauthn/server/helpers';
+import type { AuthenticationResponseJSON } from '@simplewebauthn/server';
 import type { Kysely } from 'kysely';
 import type { Schema } from '../db/schema.ts';
 import { countAttempt } from '../http/attempt-limits.ts';
@@ -22,6 +21,7 @@ import { findAccount } from './accounts.ts';
 import { CHALLENGE_TTL_MS, consumeChallenge, issueChallenge } from './passkey-challenges.ts';
 import { findPasskey, recordPasskeyUse } from './passkeys.ts';
 import type { RelyingParty } from './relying-party.ts';
+import { webauthn, type WebAuthnHelpers } from './webauthn.ts';
 import { recordSecurityEvent, type EventOrigin } from './security-events.ts';
 import { signInSucceeded, type Limited, type SignInContext, type SignInOutcome } from './sign-in.ts';
 
@@ -34,6 +34,7 @@ export const userHandleOf = (userId: string) => new TextEncoder().encode(userId)
 
 export async function passkeySignInOptions(db: Kysely<Schema>, rp: RelyingParty, bindingHash: string) {
   const challenge = await issueChallenge(db, { bindingHash, purpose: 'sign_in' });
+  const { generateAuthenticationOptions, isoBase64URL } = await webauthn();
   // No allowCredentials: the browser offers the passkeys it holds for this site (discoverable).
   return generateAuthenticationOptions({ rpID: rp.id, challenge: isoBase64URL.toBuffer(challenge), userVerification: 'required', timeout: CHALLENGE_TTL_MS });
 }
@@ -63,7 +64,7 @@ export function parseAuthenticationResponse(body: unknown): AuthenticationRespon
 }
 
 /** The challenge the answer signed, or undefined when its client data cannot be read. */
-function answeredChallenge(response: AuthenticationResponseJSON): string | undefined {
+function answeredChallenge({ decodeClientDataJSON }: WebAuthnHelpers, response: AuthenticationResponseJSON): string | undefined {
   try {
     const clientData = decodeClientDataJSON(response.response.clientDataJSON);
     return typeof clientData.challenge === 'string' ? clientData.challenge : undefined;
@@ -73,7 +74,7 @@ function answeredChallenge(response: AuthenticationResponseJSON): string | undef
 }
 
 /** The counter the authenticator reported, when its data can be read. */
-function reportedCounter(response: AuthenticationResponseJSON): number | undefined {
+function reportedCounter({ parseAuthenticatorData, isoBase64URL }: WebAuthnHelpers, response: AuthenticationResponseJSON): number | undefined {
   try {
     return parseAuthenticatorData(isoBase64URL.toBuffer(response.response.authenticatorData)).counter;
   } catch {
@@ -101,8 +102,10 @@ export async function passkeyStep(ctx: SignInContext, rp: RelyingParty, input: {
     return { kind: 'refused', reason };
   };
   if (!response) return refuse('malformed');
+  const library = await webauthn();
+  const { isoBase64URL } = library;
   // The challenge is used up whatever follows: one answer per challenge.
-  const challenge = answeredChallenge(response);
+  const challenge = answeredChallenge(library, response);
   if (!challenge || !(await consumeChallenge(db, challenge, { bindingHash: input.bindingHash, purpose: 'sign_in' }))) return refuse('challenge', passkey?.userId);
   if (!passkey) return refuse('unknown_credential');
   // A discoverable credential names its user; it must be the one the credential was added for.
@@ -113,7 +116,7 @@ export async function passkeyStep(ctx: SignInContext, rp: RelyingParty, input: {
 
   let newCounter: number;
   try {
-    const verified = await verifyAuthenticationResponse({
+    const verified = await library.verifyAuthenticationResponse({
       response,
       expectedChallenge: challenge,
       expectedOrigin: rp.origin,
@@ -124,7 +127,7 @@ export async function passkeyStep(ctx: SignInContext, rp: RelyingParty, input: {
     if (!verified.verified || !verified.authenticationInfo.userVerified) return refuse('invalid', passkey.userId);
     newCounter = verified.authenticationInfo.newCounter;
   } catch {
-    const counter = reportedCounter(response);
+    const counter = reportedCounter(library, response);
     const wentBack = counter !== undefined && (counter > 0 || passkey.counter > 0) && counter <= passkey.counter;
     return refuse(wentBack ? 'counter_went_back' : 'invalid', passkey.userId);
   }

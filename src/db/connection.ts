@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import { dirname } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { createQueryId, Kysely, PostgresDialect, sql, type CompiledQuery } from 'kysely';
-import pg from 'pg';
+import type pg from 'pg';
 import type { Schema } from './schema.ts';
 import { CommitGroup, selectArrays, selectRows, SqliteConnectionsDialect, StatementCache, TurnReader, WriteLock, type SqliteConnections } from './sqlite-driver.ts';
 import { configureWriter } from './sqlite-writer-settings.ts';
@@ -65,10 +65,6 @@ const databases = new WeakMap<Kysely<Schema>, Database>();
 export function databaseOf(db: Kysely<Schema>): Database | undefined {
   return databases.get(db);
 }
-
-// int8 (COUNT(*), BIGINT millisecond timestamps) arrives as a string by default;
-// every value we keep in one fits a double exactly.
-pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
 
 export interface OpenOptions {
   /**
@@ -151,19 +147,27 @@ function open(target: DatabaseTarget, options: OpenOptions): Database {
       },
     };
   }
-  const pool = postgresPool(target.url);
-  const db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool }) });
+  // (pg is loaded only here, on first use: see postgres-pool.ts.)
+  let pool: pg.Pool | undefined;
+  const poolReady = import('./postgres-pool.ts').then(({ postgresPool }) => (pool = postgresPool(target.url)));
+  const withPool = <T>(run: (pool: pg.Pool) => Promise<T>): Promise<T> => (pool ? run(pool) : poolReady.then(run));
+  const db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool: () => poolReady }) });
   return {
     db,
-    selectArrays: (text, parameters, prepared) => queryRows(pool, text, parameters, prepared, 'array') as Promise<unknown[][]>,
-    selectRows: (text, parameters, prepared) => queryRows(pool, text, parameters, prepared),
-    writeRows: (query, parameters, prepared) => queryRows(pool, query.sql, parameters, prepared),
+    selectArrays: (text, parameters, prepared) => withPool((pool) => queryRows(pool, text, parameters, prepared, 'array') as Promise<unknown[][]>),
+    selectRows: (text, parameters, prepared) => withPool((pool) => queryRows(pool, text, parameters, prepared)),
+    writeRows: (query, parameters, prepared) => withPool((pool) => queryRows(pool, query.sql, parameters, prepared)),
     ping: () => ping(db),
-    poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
+    poolStats: () => (pool ? { total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount } : { total: 0, idle: 0, waiting: 0 }),
     async backup() {
       throw new BackupError('On PostgreSQL, back up with pg_dump (and restore with pg_restore or psql)');
     },
-    close: () => db.destroy(),
+    async close() {
+      await db.destroy();
+      // Kysely ends the pool only when it ran a query itself; the raw reads above may have opened it alone.
+      const opened = await poolReady;
+      if (!opened.ending) await opened.end();
+    },
   };
 }
 
@@ -293,13 +297,4 @@ class BackgroundCheckpoints {
     this.autocheckpointFrames = SQLITE_AUTOCHECKPOINT;
     if (this.writer.open) this.writer.pragma(`wal_autocheckpoint = ${SQLITE_AUTOCHECKPOINT}`);
   }
-}
-
-function postgresPool(url: string): pg.Pool {
-  // A burst of writes to one row queues on its advisory lock while holding connections, so the
-  // wait for a free one is generous; past it the request is answered 503 (see isDatabaseBusy).
-  const pool = new pg.Pool({ connectionString: url, max: 10, connectionTimeoutMillis: 15_000 });
-  // An idle client losing its server must not crash the process; the next query reports it.
-  pool.on('error', () => {});
-  return pool;
 }
