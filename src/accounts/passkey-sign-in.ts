@@ -21,9 +21,9 @@ import { findAccount } from './accounts.ts';
 import { CHALLENGE_TTL_MS, consumeChallenge, issueChallenge } from './passkey-challenges.ts';
 import { findPasskey, recordPasskeyUse } from './passkeys.ts';
 import type { RelyingParty } from './relying-party.ts';
-import { webauthn, type WebAuthnHelpers } from './webauthn.ts';
 import { recordSecurityEvent, type EventOrigin } from './security-events.ts';
 import { signInSucceeded, type Limited, type SignInContext, type SignInOutcome } from './sign-in.ts';
+import { webauthn, type WebAuthnHelpers } from './webauthn.ts';
 
 export type PasskeyRefusal = 'malformed' | 'challenge' | 'unknown_credential' | 'user_mismatch' | 'invalid' | 'counter_went_back';
 

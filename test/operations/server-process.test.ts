@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { startMailbox } from '../helpers/mail.ts';
@@ -194,6 +194,20 @@ describe('the compiled server with WORKERS=1', { timeout: 120_000 }, () => {
       await single.exited;
       await mailbox.close();
     }
+  });
+
+  test('on SQLite, loads neither pg nor, through it, Node\'s fetch (undici) at start', { skip: process.env.DATABASE_URL?.startsWith('postgres') && 'SQLite only' }, async () => {
+    // On Node 20 pg's Cloudflare check constructs a Response at load, and with it undici: ~2 MiB of
+    // idle memory (docs/decisions.md, "Memory at idle"). pg is imported only for PostgreSQL.
+    const record = join(build, 'node-modules.txt');
+    const preload = join(ROOT, 'test/fixtures/record-node-modules.mjs');
+    const single = await startCluster({ WORKERS: '1', NODE_OPTIONS: `--import ${preload}`, RECORD_NODE_MODULES: record });
+    assert.equal((await send(single.url, 'GET', '/v4/user')).status, 401);
+    single.child.kill('SIGTERM');
+    assert.deepEqual(await single.exited, { code: 0, signal: null });
+    const loaded = readFileSync(record, 'utf8').split('\n');
+    assert.ok(loaded.includes('NativeModule http'), 'the record lists the modules loaded');
+    assert.ok(!loaded.some((name) => name.includes('undici')), 'undici was loaded');
   });
 
   test('starts with REDIS_URL: ioredis, left out of the bundle, loads from node_modules', async () => {
