@@ -13,6 +13,12 @@
 // lookup, the page of the token's user by one raw prepared SELECT on the service's projects table
 // (the service's order: updated_at, then project_id, an index range scan), rows as arrays, the total
 // by a second SELECT when the page is full, and the spec's page object by JSON.stringify.
+//
+// On PostgreSQL, also the floor of the bulk POST, POST /v4/projects with an array of new projects:
+// after the bearer lookup, Fastify's JSON body, a check that each object has a string title and
+// description, a UUIDv7 id, the defaults and timestamps per object, then one transaction of 50-row
+// INSERTs (named statements) on the service's projects table, and the created objects as
+// `{"created": […], "updated": []}` by JSON.stringify.
 import rateLimit from '@fastify/rate-limit';
 import Database from 'better-sqlite3';
 import Fastify, { type FastifyRequest } from 'fastify';
@@ -21,6 +27,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import pino from 'pino';
+import { uuidv7 } from '../src/http/uuid.ts';
 import { hashSecret } from '../src/oauth/secrets.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'bench-floor-'));
@@ -50,8 +57,17 @@ interface ServiceDatabase {
   count: (userId: string) => number | Promise<number>;
   /** A project of a user, as column values. */
   project: (projectId: string, userId: string) => ProjectValues | undefined | Promise<ProjectValues | undefined>;
+  /** PostgreSQL: inserts the rows (column values in PAGE_COLUMNS order) in one transaction. */
+  insert?: (rows: ProjectValues[]) => Promise<void>;
   close: () => Promise<void>;
 }
+
+/** Rows in one INSERT of the bulk POST's floor, as in the service (src/rest/store.ts). */
+const INSERT_CHUNK = 50;
+const insertSql = (rows: number) =>
+  `insert into projects (${PAGE_COLUMNS}) values ${Array.from({ length: rows }, (_, row) => `(${Array.from({ length: 8 }, (_, column) => `$${row * 8 + column + 1}`).join(', ')})`).join(', ')}`;
+/** The rows in chunks of INSERT_CHUNK, the last one shorter. */
+const chunks = (rows: ProjectValues[]) => Array.from({ length: Math.ceil(rows.length / INSERT_CHUNK) }, (_, index) => rows.slice(index * INSERT_CHUNK, (index + 1) * INSERT_CHUNK));
 
 /** The service's database, read by prepared statements. */
 function serviceDatabase(url: string): ServiceDatabase {
@@ -78,6 +94,19 @@ function serviceDatabase(url: string): ServiceDatabase {
     page: async (userId, limit) => (await pool.query<ProjectValues>({ name: 'page', text: pageSql('$1', '$2'), values: [userId, limit], rowMode: 'array' })).rows,
     count: async (userId) => Number((await pool.query<{ total: string }>({ name: 'count', text: countSql('$1'), values: [userId] })).rows[0]!.total),
     project: async (projectId, userId) => (await pool.query<ProjectValues>({ name: 'project', text: projectSql('$1', '$2'), values: [projectId, userId], rowMode: 'array' })).rows[0],
+    insert: async (rows) => {
+      const client = await pool.connect();
+      try {
+        await client.query('begin');
+        for (const chunk of chunks(rows)) await client.query({ name: `insert${chunk.length}`, text: insertSql(chunk.length), values: chunk.flat() });
+        await client.query('commit');
+      } catch (error) {
+        await client.query('rollback');
+        throw error;
+      } finally {
+        client.release();
+      }
+    },
     close: () => pool.end(),
   };
 }
@@ -120,6 +149,18 @@ if (bearer) {
     const total = rows.length < pageSize ? rows.length : await bearer.count(caller.user_id);
     const results = rows.map(projectJson);
     return reply.type('application/json; charset=utf-8').send(JSON.stringify({ totalResults: total, pageSize, pages: Math.ceil(total / pageSize), page: 1, results }));
+  });
+  if (bearer.insert) app.post<{ Body: unknown }>('/v4/projects', async (request, reply) => {
+    const caller = await session(request);
+    if (!caller) return reply.code(401).send(unauthorized);
+    const body = request.body;
+    const items = Array.isArray(body) ? body : [body];
+    const valid = items.length <= 1000 && items.every((item) => typeof item === 'object' && item !== null && typeof item.title === 'string' && typeof item.description === 'string');
+    if (!valid) return reply.code(400).send({ code: 'badRequest', message: 'each object needs a string title and description' });
+    const now = Date.now();
+    const rows = (items as Array<{ title: string; description: string }>).map(({ title, description }): ProjectValues => [uuidv7(now), caller.user_id, title, description, 'Ark', 1, now, now]);
+    await bearer.insert!(rows);
+    return reply.type('application/json; charset=utf-8').send(JSON.stringify({ created: rows.map(projectJson), updated: [] }));
   });
 }
 await app.listen({ port: Number(process.env.PORT ?? 0), host: '127.0.0.1' });

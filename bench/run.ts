@@ -15,8 +15,11 @@ import { parseArgs } from 'node:util';
 import {
   PAGE_PATH,
   REFERENCE,
+  V4_BULK_POST,
   V4_PAGE,
   V4_SINGLE_GETS,
+  bulkPostFloor,
+  bulkPostLoad,
   engramListLoads,
   grantLoads,
   mixedLoads,
@@ -144,9 +147,8 @@ async function floor(bearer?: { databaseUrl: string; accessToken: string }): Pro
  * once the service made them (floor-server.ts): the 250-item page of the token's user, or one of
  * the user's projects. It stays up with that server.
  */
-async function floorOnProjects(name: string, path: string, accessToken: string): Promise<Row> {
+async function floorOnProjects(name: string, load: Load): Promise<Row> {
   const { server, stop } = references.get(referenceWithBearer(databaseLabel))!;
-  const load: Load = { path, headers: { authorization: `Bearer ${accessToken}` } };
   references.set(name, { server, load, stop });
   await measure(server.url, load, { seconds: 2, connections }); // warm-up
   return { name, connections, ...(await measure(server.url, load, { seconds, connections })), serverRssMiB: server.memory().peakMiB };
@@ -253,7 +255,7 @@ async function runStandard(): Promise<Row[]> {
     process.stderr.write('minting codes and refresh tokens…\n');
     const secrets = await mintSecrets(databaseUrl, SECRETS_PER_SERVER);
     const rows: Row[] = [];
-    if ([referenceWithBearer(databaseLabel), ...V4_SINGLE_GETS, V4_PAGE].some(wanted)) {
+    if ([referenceWithBearer(databaseLabel), ...V4_SINGLE_GETS, V4_PAGE, V4_BULK_POST].some(wanted)) {
       process.stderr.write(`${referenceWithBearer(databaseLabel)}…\n`);
       rows.push(await floor({ databaseUrl, accessToken: secrets.accessToken }));
     }
@@ -281,13 +283,15 @@ async function runStandard(): Promise<Row[]> {
       process.stderr.write('creating v1 and v4 data through the API…\n');
       const legacy = await legacyData(server.url, workshop, 10_000);
       const projectId = await projects(server.url, secrets.accessToken, 300);
-      for (const [name, path, forCase] of [
-        [pageFloor(databaseLabel), PAGE_PATH, V4_PAGE],
-        [projectFloor(databaseLabel), `/v4/projects/${projectId}`, V4_SINGLE_GETS[1]],
+      const bearer = { authorization: `Bearer ${secrets.accessToken}` };
+      for (const [name, load, forCase] of [
+        [pageFloor(databaseLabel), { path: PAGE_PATH, headers: bearer }, V4_PAGE],
+        [projectFloor(databaseLabel), { path: `/v4/projects/${projectId}`, headers: bearer }, V4_SINGLE_GETS[1]],
+        [bulkPostFloor(databaseLabel), bulkPostLoad(secrets.accessToken), V4_BULK_POST],
       ] as const) {
-        if (!wanted(forCase)) continue;
+        if (!wanted(forCase) || (forCase === V4_BULK_POST && databaseLabel !== 'PostgreSQL')) continue;
         process.stderr.write(`${name}…\n`);
-        rows.push(await floorOnProjects(name, path, secrets.accessToken));
+        rows.push(await floorOnProjects(name, load));
       }
       for (const item of standardCases(legacy, secrets, projectId, databaseLabel)) {
         if (!wanted(item.name)) continue;
@@ -365,6 +369,7 @@ function shortName(row: string): string {
   if (row === referenceWithBearer(databaseLabel)) return 'reference + bearer';
   if (row === pageFloor(databaseLabel)) return 'page floor';
   if (row === projectFloor(databaseLabel)) return 'single-GET floor';
+  if (row === bulkPostFloor(databaseLabel)) return 'bulk-POST floor';
   return row.slice(0, row.indexOf(':')).replace('node-oidc-provider 9 ', '');
 }
 

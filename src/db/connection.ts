@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import { dirname } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
-import { createQueryId, Kysely, PostgresDialect, sql, type CompiledQuery } from 'kysely';
+import { createQueryId, Kysely, PostgresDialect, sql, type CompiledQuery, type PostgresPool, type PostgresPoolClient } from 'kysely';
 import type pg from 'pg';
 import type { Schema } from './schema.ts';
 import { CommitGroup, selectArrays, selectRows, SqliteConnectionsDialect, StatementCache, TurnReader, WriteLock, type SqliteConnections } from './sqlite-driver.ts';
@@ -151,7 +151,7 @@ function open(target: DatabaseTarget, options: OpenOptions): Database {
   let pool: pg.Pool | undefined;
   const poolReady = import('./postgres-pool.ts').then(({ postgresPool }) => (pool = postgresPool(target.url)));
   const withPool = <T>(run: (pool: pg.Pool) => Promise<T>): Promise<T> => (pool ? run(pool) : poolReady.then(run));
-  const db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool: () => poolReady }) });
+  const db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool: () => poolReady.then(namingStatements) }) });
   return {
     db,
     selectArrays: (text, parameters, prepared) => withPool((pool) => queryRows(pool, text, parameters, prepared, 'array') as Promise<unknown[][]>),
@@ -181,6 +181,18 @@ function open(target: DatabaseTarget, options: OpenOptions): Database {
  */
 const statementNames = new Map<string, string>();
 let generation = 0;
+/** The texts run through Kysely's executor (in transactions) as named statements too (keepPrepared). */
+const preparable = new Set<string>();
+
+/**
+ * Declares `text` one of a bounded set of statements run again and again (reusableQuery's
+ * templates): on PostgreSQL it then runs as a named statement in transactions as well, where
+ * Kysely's executor would send it unnamed, parsed and planned anew every time. The bulk POST's
+ * INSERTs are the case in point: five 50-row statements a request, ~0.2 ms of planning each.
+ */
+export function keepPrepared(text: string): void {
+  preparable.add(text);
+}
 
 function preparedStatement(text: string): string {
   let name = statementNames.get(text);
@@ -204,6 +216,40 @@ async function queryRows(pool: pg.Pool, text: string, parameters: readonly unkno
     generation++;
     statementNames.clear();
     return run();
+  }
+}
+
+/**
+ * The pool as Kysely's driver sees it: a statement declared with keepPrepared runs as a named
+ * statement. (One wrapper per client, so that the driver keeps one connection object per client.)
+ */
+function namingStatements(pool: pg.Pool): PostgresPool {
+  const wrappers = new WeakMap<pg.PoolClient, PostgresPoolClient>();
+  const wrap = (client: pg.PoolClient): PostgresPoolClient => {
+    let wrapper = wrappers.get(client);
+    if (!wrapper) {
+      const query = (text: unknown, parameters?: readonly unknown[]) =>
+        typeof text === 'string' && preparable.has(text) ? namedQuery(client, text, parameters ?? []) : client.query(text as never, parameters as unknown[]);
+      // (pg-pool gives a client a new release() at each checkout: looked up when called.)
+      wrapper = { query: query as unknown as PostgresPoolClient['query'], release: () => client.release() };
+      wrappers.set(client, wrapper);
+    }
+    return wrapper;
+  };
+  return { connect: async () => wrap(await pool.connect()), end: () => pool.end() };
+}
+
+async function namedQuery(client: pg.PoolClient, text: string, parameters: readonly unknown[]): Promise<pg.QueryResult> {
+  try {
+    return await client.query({ name: preparedStatement(text), text, values: [...parameters] });
+  } catch (error) {
+    // In a transaction the statement cannot simply be run again (see queryRows): the request
+    // fails, and new names have the next one prepare it anew.
+    if (isStalePlan(error)) {
+      generation++;
+      statementNames.clear();
+    }
+    throw error;
   }
 }
 

@@ -1,5 +1,5 @@
 import { createQueryId, SelectQueryNode, type Compilable, type CompiledQuery, type Kysely, type OperationNode } from 'kysely';
-import { databaseOf, type Database } from './connection.ts';
+import { databaseOf, keepPrepared, type Database } from './connection.ts';
 import { dialectOf, type Dialect } from './dialect.ts';
 import type { Schema } from './schema.ts';
 
@@ -10,7 +10,7 @@ interface Template<R> {
   compiled: CompiledQuery<R>;
   /** A SELECT that writes nothing: on the root instance it runs through Database.selectRows, others through Database.writeRows. */
   select: boolean;
-  /** No list parameter: the text is one of a bounded set, worth a prepared statement (see Database.selectRows). */
+  /** No list parameter, or lists of a bounded set of lengths (`boundedLists`): the text is one of a bounded set, worth a prepared statement (see Database.selectRows, keepPrepared). */
   prepared: boolean;
   /** Per parameter of the SQL: where its value comes from (a param, an element of a list param) or a constant. */
   slots: Array<{ param: string; index?: number } | { constant: unknown }>;
@@ -34,10 +34,13 @@ const MARKER = '\u0000param:';
  * A query whose form varies (which filters, which sort order) takes the form as a third argument
  * of `build` and of each call; `formKey` names each form (equal keys, equal forms), so one
  * reusableQuery keeps the compiled statements of all its forms.
+ *
+ * A query with list params runs unprepared (each length is a text of its own) unless `boundedLists`
+ * says their lengths come from a small set, as an INSERT's row count does (class-queries.ts).
  */
 export function reusableQuery<P extends Params, R, F = undefined>(
   build: (db: Kysely<Schema>, params: P, form: F) => Compilable<R>,
-  options: { mayBeUnused?: readonly string[]; formKey?: (form: F) => string } = {},
+  options: { mayBeUnused?: readonly string[]; formKey?: (form: F) => string; boundedLists?: boolean } = {},
 ) {
   const mayBeUnused = new Set(options.mayBeUnused);
   const formKey = options.formKey;
@@ -101,7 +104,8 @@ export function reusableQuery<P extends Params, R, F = undefined>(
     const known = new Set(Object.values(markers as Record<string, string | string[]>).flat());
     const transformed = compiled.parameters.some((value) => typeof value === 'string' && value.includes(MARKER) && !known.has(value));
     if (transformed || expected.some((marker) => !used.has(marker))) throw new Error(`reusableQuery: a parameter was transformed or dropped in ${compiled.sql}`);
-    found = { compiled, select: readsOnly(compiled.query), prepared: !shape.includes('['), slots };
+    found = { compiled, select: readsOnly(compiled.query), prepared: options.boundedLists === true || !shape.includes('['), slots };
+    if (found.prepared) keepPrepared(compiled.sql);
     byShape.set(shape, found);
     return found;
   }

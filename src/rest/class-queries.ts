@@ -100,7 +100,8 @@ export function classQueries(definition: ClassDefinition, kind: Dialect) {
     }
     return onClassTable(db).insertInto(table).values(rows);
   };
-  const columnList = { formKey: (written: readonly string[]) => written.join(',') };
+  // Row counts come from a small set (ClassStore's insertSize: INSERT_CHUNK or a power of two below it).
+  const columnList = { formKey: (written: readonly string[]) => written.join(','), boundedLists: true };
   const insert = reusableQuery((db, params: { values: readonly Value[] }, written: readonly string[]) => insertRows(db, params, written).returning(columns), columnList);
   const insertOnly = reusableQuery((db, params: { values: readonly Value[] }, written: readonly string[]) => insertRows(db, params, written), columnList);
   return { page, count, byId, existing, changeable, insert, insertOnly };

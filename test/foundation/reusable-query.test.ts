@@ -4,7 +4,8 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
+import { dialectOf } from '../../src/db/dialect.ts';
 import { reusableQuery } from '../../src/db/reusable-query.ts';
 import type { Schema } from '../../src/db/schema.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
@@ -83,6 +84,22 @@ describe('reusableQuery', () => {
     const [[createdAt, userId]] = (await created.arrays(server.app.database, { id: ids[0]! })) as [[unknown, unknown]];
     assert.equal(typeof createdAt, 'number');
     assert.equal(userId, ids[0]);
+  });
+
+  test('a query of bounded list lengths runs as a named statement in a transaction on PostgreSQL, with each call its own values', async () => {
+    const insertUsers = reusableQuery((kysely: Kysely<Schema>, { values }: { values: readonly string[] }) =>
+      kysely.insertInto('users').values(values.map((user_id) => ({ user_id, public_key: 'bounded', created_at: 1 }))), { boundedLists: true });
+    const made = ['00000000-0000-4000-8000-0000000000e1', '00000000-0000-4000-8000-0000000000e2', '00000000-0000-4000-8000-0000000000e3', '00000000-0000-4000-8000-0000000000e4'];
+    const texts = await db.transaction().execute(async (trx) => {
+      await insertUsers(trx, { values: made.slice(0, 2) });
+      await insertUsers(trx, { values: made.slice(2) });
+      if (dialectOf(db) !== 'postgres') return undefined;
+      // The session's named statements: the transaction holds one connection, which prepared it.
+      return (await sql<{ statement: string }>`select statement from pg_prepared_statements`.execute(trx)).rows.map((row) => row.statement);
+    });
+    if (texts) assert.ok(texts.some((text) => text.startsWith('insert into "users"')), `named statements: ${texts.join('; ')}`);
+    const stored = await db.selectFrom('users').select(['user_id', 'public_key']).where('user_id', 'in', made).orderBy('user_id').execute();
+    assert.deepEqual(stored, made.map((user_id) => ({ user_id, public_key: 'bounded' })));
   });
 
   test('a parameter used for anything but its value is refused when the query is first built', async () => {
