@@ -287,11 +287,16 @@ async function runStandard(): Promise<Row[]> {
       for (const [name, load, forCase] of [
         [pageFloor(databaseLabel), { path: PAGE_PATH, headers: bearer }, V4_PAGE],
         [projectFloor(databaseLabel), { path: `/v4/projects/${projectId}`, headers: bearer }, V4_SINGLE_GETS[1]],
-        [bulkPostFloor(databaseLabel), bulkPostLoad(secrets.accessToken), V4_BULK_POST],
       ] as const) {
-        if (!wanted(forCase) || (forCase === V4_BULK_POST && databaseLabel !== 'PostgreSQL')) continue;
+        if (!wanted(forCase)) continue;
         process.stderr.write(`${name}…\n`);
         rows.push(await floorOnProjects(name, load));
+      }
+      // The bulk-POST floor is measured only around its case, in slices: a row of its own before the
+      // cases would add ~300,000 projects to the user's, which the 250-item page counts.
+      if (wanted(V4_BULK_POST) && databaseLabel === 'PostgreSQL') {
+        const { server, stop } = references.get(referenceWithBearer(databaseLabel))!;
+        references.set(bulkPostFloor(databaseLabel), { server, load: bulkPostLoad(secrets.accessToken), stop });
       }
       for (const item of standardCases(legacy, secrets, projectId, databaseLabel)) {
         if (!wanted(item.name)) continue;
