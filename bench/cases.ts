@@ -47,12 +47,12 @@ export const projectFloor = (database: Database) => `single-GET floor: the refer
  */
 export const V4_BULK_POST = 'v4 POST /v4/projects (250 new objects)';
 export const bulkPostFloor = (database: Database) => `bulk-POST floor: the reference + bearer inserting 250 projects by raw statements (${database})`;
-/** The bulk POST's load, the service's and the floor's: 250 new projects a request, the server's ids. */
-export const bulkPostLoad = (accessToken: string): Load => ({
+/** The bulk POST's load, the service's and the floor's: 250 new projects a request, the server's ids unless the client's. */
+export const bulkPostLoad = (accessToken: string, ids: 'server' | 'client' = 'server'): Load => ({
   method: 'POST',
   path: '/v4/projects',
   headers: { authorization: `Bearer ${accessToken}`, 'content-type': 'application/json' },
-  next: () => ({ body: bulkProjects('server') }),
+  next: () => ({ body: bulkProjects(ids) }),
 });
 
 /** Where the peer keeps its records (bench/peer-adapters/). */
@@ -148,7 +148,7 @@ export function standardCases(legacy: LegacyData, secrets: Secrets, projectId: s
     { name: V4_BULK_POST, targets: [{ kind: 'req/s', value: 150 }, ...(database === 'PostgreSQL' ? [{ kind: 'beside floor' as const, of: bulkPostFloor(database) }] : [])], load: bulkPostLoad(secrets.accessToken) },
     {
       name: 'v4 POST /v4/projects (250 new objects, each with a random id of the client)',
-      load: { method: 'POST', path: '/v4/projects', headers: { ...bearer, 'content-type': 'application/json' }, next: () => ({ body: bulkProjects('client') }) },
+      load: bulkPostLoad(secrets.accessToken, 'client'),
     },
   ];
 }

@@ -150,7 +150,8 @@ if (bearer) {
     const results = rows.map(projectJson);
     return reply.type('application/json; charset=utf-8').send(JSON.stringify({ totalResults: total, pageSize, pages: Math.ceil(total / pageSize), page: 1, results }));
   });
-  if (bearer.insert) app.post<{ Body: unknown }>('/v4/projects', async (request, reply) => {
+  const { insert } = bearer;
+  if (insert) app.post<{ Body: unknown }>('/v4/projects', async (request, reply) => {
     const caller = await session(request);
     if (!caller) return reply.code(401).send(unauthorized);
     const body = request.body;
@@ -159,7 +160,7 @@ if (bearer) {
     if (!valid) return reply.code(400).send({ code: 'badRequest', message: 'each object needs a string title and description' });
     const now = Date.now();
     const rows = (items as Array<{ title: string; description: string }>).map(({ title, description }): ProjectValues => [uuidv7(now), caller.user_id, title, description, 'Ark', 1, now, now]);
-    await bearer.insert!(rows);
+    await insert(rows);
     return reply.type('application/json; charset=utf-8').send(JSON.stringify({ created: rows.map(projectJson), updated: [] }));
   });
 }

@@ -148,10 +148,16 @@ async function floor(bearer?: { databaseUrl: string; accessToken: string }): Pro
  * the user's projects. It stays up with that server.
  */
 async function floorOnProjects(name: string, load: Load): Promise<Row> {
-  const { server, stop } = references.get(referenceWithBearer(databaseLabel))!;
-  references.set(name, { server, load, stop });
+  const { server } = floorReference(name, load);
   await measure(server.url, load, { seconds: 2, connections }); // warm-up
   return { name, connections, ...(await measure(server.url, load, { seconds, connections })), serverRssMiB: server.memory().peakMiB };
+}
+
+/** Registers `load` on the reference + bearer's server as the reference `name` (cases measure around it). */
+function floorReference(name: string, load: Load): { server: Running } {
+  const { server, stop } = references.get(referenceWithBearer(databaseLabel))!;
+  references.set(name, { server, load, stop });
+  return { server };
 }
 
 async function stopReferences(): Promise<void> {
@@ -294,10 +300,7 @@ async function runStandard(): Promise<Row[]> {
       }
       // The bulk-POST floor is measured only around its case, in slices: a row of its own before the
       // cases would add ~300,000 projects to the user's, which the 250-item page counts.
-      if (wanted(V4_BULK_POST) && databaseLabel === 'PostgreSQL') {
-        const { server, stop } = references.get(referenceWithBearer(databaseLabel))!;
-        references.set(bulkPostFloor(databaseLabel), { server, load: bulkPostLoad(secrets.accessToken), stop });
-      }
+      if (wanted(V4_BULK_POST) && databaseLabel === 'PostgreSQL') floorReference(bulkPostFloor(databaseLabel), bulkPostLoad(secrets.accessToken));
       for (const item of standardCases(legacy, secrets, projectId, databaseLabel)) {
         if (!wanted(item.name)) continue;
         process.stderr.write(`${item.name}…\n`);

@@ -194,6 +194,12 @@ export function keepPrepared(text: string): void {
   preparable.add(text);
 }
 
+/** Every connection prepares each statement anew, under new names. */
+function forgetStatementNames(): void {
+  generation++;
+  statementNames.clear();
+}
+
 function preparedStatement(text: string): string {
   let name = statementNames.get(text);
   if (name === undefined) statementNames.set(text, (name = `r${generation}_${createHash('sha1').update(text).digest('base64url')}`));
@@ -213,8 +219,7 @@ async function queryRows(pool: pg.Pool, text: string, parameters: readonly unkno
     // PostgreSQL refuses that statement on every connection that prepared it ("cached plan must not
     // change result type"). New names have every connection prepare the statements anew.
     if (!isStalePlan(error)) throw error;
-    generation++;
-    statementNames.clear();
+    forgetStatementNames();
     return run();
   }
 }
@@ -245,10 +250,7 @@ async function namedQuery(client: pg.PoolClient, text: string, parameters: reado
   } catch (error) {
     // In a transaction the statement cannot simply be run again (see queryRows): the request
     // fails, and new names have the next one prepare it anew.
-    if (isStalePlan(error)) {
-      generation++;
-      statementNames.clear();
-    }
+    if (isStalePlan(error)) forgetStatementNames();
     throw error;
   }
 }
