@@ -7,18 +7,28 @@ import { ApiError } from './errors.ts';
  * deeply nested body cannot overflow the stack.
  */
 export function findNul(value: unknown): string | undefined {
-  const pending: Array<[unknown, string]> = [[value, '']];
-  while (pending.length > 0) {
-    const [current, path] = pending.pop()!;
+  // The values still to look at, each with the index of its container here and its key there; a
+  // path is built only for a NUL found (building one per value was most of a bulk POST's check).
+  const values: unknown[] = [value];
+  const parents: number[] = [-1];
+  const keys: string[] = [''];
+  const pathTo = (index: number, lastKey?: string): string => {
+    const steps = lastKey === undefined ? [] : [lastKey];
+    for (let at = index; at > 0; at = parents[at]!) steps.push(keys[at]!);
+    return steps.length === 0 ? '/' : steps.reverse().map((key) => `/${key.length > 40 ? `${key.slice(0, 40)}…` : key}`).join('');
+  };
+  for (let index = 0; index < values.length; index++) {
+    const current = values[index];
     if (typeof current === 'string') {
-      if (current.includes('\0')) return path || '/';
+      if (current.includes('\0')) return pathTo(index);
     } else if (Buffer.isBuffer(current)) {
-      if (current.includes(0)) return path || '/';
+      if (current.includes(0)) return pathTo(index);
     } else if (typeof current === 'object' && current !== null) {
-      for (const [key, item] of Object.entries(current)) {
-        const at = `${path}/${key.length > 40 ? `${key.slice(0, 40)}…` : key}`;
-        if (key.includes('\0')) return at;
-        pending.push([item, at]);
+      for (const key of Object.keys(current)) {
+        if (key.includes('\0')) return pathTo(index, key);
+        values.push((current as Record<string, unknown>)[key]);
+        parents.push(index);
+        keys.push(key);
       }
     }
   }

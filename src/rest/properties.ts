@@ -32,6 +32,10 @@ const TWO_DIGITS = Array.from({ length: 60 }, (_, n) => String(n).padStart(2, '0
 const THREE_DIGITS = Array.from({ length: 1000 }, (_, n) => String(n).padStart(3, '0'));
 let cachedDay = NaN;
 let cachedDate = '';
+let lastMillis = NaN;
+let lastIso = '';
+let lastQuotedMillis = NaN;
+let lastQuoted = '';
 
 /**
  * Date.prototype.toISOString of epoch milliseconds, without a Date per value: the date part is
@@ -41,6 +45,8 @@ let cachedDate = '';
  */
 export function isoFromMillis(ms: number): string {
   if (!Number.isInteger(ms)) return new Date(ms).toISOString();
+  // Rows written together share their time (a bulk POST's 250, each twice): one string for them all.
+  if (ms === lastMillis) return lastIso;
   const day = Math.floor(ms / DAY);
   if (day !== cachedDay) {
     const iso = new Date(day * DAY).toISOString();
@@ -53,7 +59,18 @@ export function isoFromMillis(ms: number): string {
   const minutes = Math.floor(rest / 60_000);
   rest -= minutes * 60_000;
   const seconds = Math.floor(rest / 1000);
-  return `${cachedDate}${TWO_DIGITS[hours]}:${TWO_DIGITS[minutes]}:${TWO_DIGITS[seconds]}.${THREE_DIGITS[rest - seconds * 1000]}Z`;
+  lastMillis = ms;
+  lastIso = `${cachedDate}${TWO_DIGITS[hours]}:${TWO_DIGITS[minutes]}:${TWO_DIGITS[seconds]}.${THREE_DIGITS[rest - seconds * 1000]}Z`;
+  return lastIso;
+}
+
+/** isoFromMillis as a JSON string, the last one kept for the same reason. */
+function isoJsonText(ms: number): string {
+  if (ms !== lastQuotedMillis) {
+    lastQuoted = `"${isoFromMillis(ms)}"`;
+    lastQuotedMillis = ms;
+  }
+  return lastQuoted;
 }
 
 /** Stored as epoch milliseconds; shown as an ISO 8601 UTC string. Never writable. */
@@ -62,7 +79,7 @@ export const timestampProperty = <Column extends string>(column: Column, options
   schema: Type.String({ format: 'date-time' }),
   toJson: (value: number | null) => (value === null ? null : isoFromMillis(Number(value))),
   // The serializer writes a date-time string's null as "", and an ISO string needs no escaping.
-  toJsonText: (value: number | null) => (value === null ? '""' : `"${isoFromMillis(Number(value))}"`),
+  toJsonText: (value: number | null) => (value === null ? '""' : isoJsonText(Number(value))),
   ...options,
   // A conversion or a schema of the class's own makes this text wrong: the writer then uses those.
   ...((options.toJson || (options.schema && (options.schema as { type?: unknown }).type !== 'string')) && !options.toJsonText ? { toJsonText: undefined } : {}),
