@@ -32,8 +32,6 @@ const TWO_DIGITS = Array.from({ length: 60 }, (_, n) => String(n).padStart(2, '0
 const THREE_DIGITS = Array.from({ length: 1000 }, (_, n) => String(n).padStart(3, '0'));
 let cachedDay = NaN;
 let cachedDate = '';
-let lastMillis = NaN;
-let lastIso = '';
 let lastQuotedMillis = NaN;
 let lastQuoted = '';
 
@@ -45,8 +43,6 @@ let lastQuoted = '';
  */
 export function isoFromMillis(ms: number): string {
   if (!Number.isInteger(ms)) return new Date(ms).toISOString();
-  // Rows written together share their time (a bulk POST's 250, each twice): one string for them all.
-  if (ms === lastMillis) return lastIso;
   const day = Math.floor(ms / DAY);
   if (day !== cachedDay) {
     const iso = new Date(day * DAY).toISOString();
@@ -59,12 +55,13 @@ export function isoFromMillis(ms: number): string {
   const minutes = Math.floor(rest / 60_000);
   rest -= minutes * 60_000;
   const seconds = Math.floor(rest / 1000);
-  lastMillis = ms;
-  lastIso = `${cachedDate}${TWO_DIGITS[hours]}:${TWO_DIGITS[minutes]}:${TWO_DIGITS[seconds]}.${THREE_DIGITS[rest - seconds * 1000]}Z`;
-  return lastIso;
+  return `${cachedDate}${TWO_DIGITS[hours]}:${TWO_DIGITS[minutes]}:${TWO_DIGITS[seconds]}.${THREE_DIGITS[rest - seconds * 1000]}Z`;
 }
 
-/** isoFromMillis as a JSON string, the last one kept for the same reason. */
+/**
+ * isoFromMillis as a JSON string. The last one is kept: rows written together share their time (a
+ * bulk POST's 250, each twice), and their answer is written from this text.
+ */
 function isoJsonText(ms: number): string {
   if (ms !== lastQuotedMillis) {
     lastQuoted = `"${isoFromMillis(ms)}"`;

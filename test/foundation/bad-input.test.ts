@@ -105,6 +105,18 @@ describe('NUL characters are refused before they reach the database', () => {
     assertApiError(await server.request('POST', '/v4/projects', { headers: bearer(), body: { title: 'a\u0000b', gameId: 'ark' } }), 400);
   });
 
+  test('the refusal names where the NUL is: a value or a key, inside an element of a bulk POST', async () => {
+    const inValue = await server.request('POST', '/v4/projects', { headers: bearer(), body: [{ title: 'fine' }, { title: 'a\u0000b' }] });
+    assertApiError(inValue, 400);
+    assert.match(inValue.body.message, /\(at \/1\/title\)$/, inValue.text);
+    const inKey = await server.request('POST', '/v4/projects', { headers: bearer(), body: [{ title: 'fine', extra: { ['k\u0000ey']: 1 } }] });
+    assertApiError(inKey, 400);
+    assert.match(inKey.body.message, /\(at \/0\/extra\/k\\0ey\)$/, inKey.text);
+    const whole = await server.request('POST', '/v4/projects', { headers: { ...bearer(), 'content-type': 'application/json' }, body: '"a\\u0000b"' });
+    assertApiError(whole, 400);
+    assert.match(whole.body.message, /\(at \/\)$/, whole.text);
+  });
+
   test('in a v4 filter, raw or percent-encoded', async () => {
     assertApiError(await server.request('GET', '/v4/projects?title=%00', { headers: bearer() }), 400);
     assertApiError(await server.request('GET', '/v4/projects?title=a%00b&gameId=x', { headers: bearer() }), 400);
