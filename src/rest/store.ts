@@ -73,6 +73,8 @@ export class ClassStore {
   private readonly mapRow: RowMapper;
   private readonly writeInstance: InstanceWriter;
   private readonly queries: ClassQueries;
+  /** The read scopes of the class's properties (a caller without one reads without its column: byIdFor). */
+  private readonly readScopes: readonly string[];
   /** The writable properties, [name, definition], in the class's order. */
   private readonly writable: ReadonlyArray<readonly [string, PropertyDefinition]>;
 
@@ -86,6 +88,7 @@ export class ClassStore {
     this.mapRow = rowMapper(definition);
     this.writeInstance = instanceWriter(definition);
     this.queries = classQueries(definition, dialectOf(database.db));
+    this.readScopes = Object.values(definition.properties).flatMap((property) => (property.readScope === undefined ? [] : [property.readScope]));
     this.writable = Object.entries(definition.properties).filter(([, property]) => property.writable);
   }
 
@@ -129,6 +132,15 @@ export class ClassStore {
     return { userId: caller.userId, clientId: caller.clientId, sessionId: caller.sessionId, now: Date.now(), id: normalizeUuid(id) };
   }
 
+  /** Whether the caller has every read scope of the class's properties; if not, its reads leave their columns out (class-queries.ts). */
+  private readsAll(caller: Caller): boolean {
+    return this.readScopes.every((scope) => caller.scopes.has(scope));
+  }
+
+  private byIdFor(caller: Caller): ClassQueries['byId'] {
+    return this.readsAll(caller) ? this.queries.byId : this.queries.byIdWithoutScoped;
+  }
+
   /** A page of the instances the caller sees, each row its column values (see valuesToJsonText). */
   async list(caller: Caller, query: ListQuery): Promise<{ total: number; rows: unknown[][] }> {
     const filters = Object.keys(query.filters).sort();
@@ -140,7 +152,7 @@ export class ClassStore {
     }
     const form: ListForm = { filters, sortColumn: this.columnOf(query.sortedColumn), direction: query.sortDirection === 'descending' ? 'desc' : 'asc' };
     const offset = (query.page - 1) * query.pageSize;
-    const rows = await this.queries.page.arrays(this.database, { ...params, limit: query.pageSize, offset }, form);
+    const rows = await (this.readsAll(caller) ? this.queries.page : this.queries.pageWithoutScoped).arrays(this.database, { ...params, limit: query.pageSize, offset }, form);
     // A page that is neither full nor past the end is the last one: it tells the total without a count.
     if (rows.length < query.pageSize && (rows.length > 0 || offset === 0)) return { total: offset + rows.length, rows };
     const [counted] = await this.queries.count(this.db, params, form);
@@ -149,7 +161,7 @@ export class ClassStore {
 
   async get(caller: Caller, id: string, db: Kysely<Schema> = this.db): Promise<Row | undefined> {
     if (!isUuid(id)) return undefined;
-    const [row] = await this.queries.byId(db, this.idParams(caller, id));
+    const [row] = await this.byIdFor(caller)(db, this.idParams(caller, id));
     return row;
   }
 
@@ -159,7 +171,7 @@ export class ClassStore {
    */
   async getJsonText(caller: Caller, id: string): Promise<string | undefined> {
     if (!isUuid(id)) return undefined;
-    const [values] = await this.queries.byId.arrays(this.database, this.idParams(caller, id));
+    const [values] = await this.byIdFor(caller).arrays(this.database, this.idParams(caller, id));
     return values && this.writeInstance(values, caller);
   }
 

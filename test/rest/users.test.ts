@@ -5,6 +5,9 @@
 import assert from 'node:assert/strict';
 import { generateKeyPairSync, randomUUID, sign, verify } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
+import { User } from '../../src/classes/user.ts';
+import { dialectOf } from '../../src/db/dialect.ts';
+import { classQueries } from '../../src/rest/class-queries.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { ISO_UTC, assertError, signIn, type SignedIn } from './fixtures/clients.ts';
 
@@ -257,6 +260,24 @@ describe('privateKey', () => {
     const mine = await me(ownerNoKeyScope);
     assert.deepEqual(Object.keys(mine).sort(), USER_KEYS);
     assert.ok(!(await ownerNoKeyScope.call('GET', `/v4/users/${owner.account.userId}`)).text.includes('PRIVATE KEY'));
+  });
+
+  test('is not even read for a caller without users.private_key:read: its column is NULL in the statements of one user and of a page', () => {
+    const { db } = server.app.database;
+    const queries = classQueries(User, dialectOf(db));
+    const params = { userId: owner.account.userId, clientId: 'c', sessionId: 's', now: Date.now(), id: owner.account.userId };
+    const columnRead = /(?<!as )"private_key"/;
+    assert.match(queries.byId.statement(db, params).sql, columnRead);
+    const limited = queries.byIdWithoutScoped.statement(db, params).sql;
+    assert.doesNotMatch(limited, columnRead, limited);
+    assert.match(limited, /null as "private_key"/i, limited);
+    // A page of users too.
+    const form = { filters: [], sortColumn: 'created_at', direction: 'asc' as const };
+    const pageParams = { userId: owner.account.userId, clientId: 'c', sessionId: 's', now: Date.now(), limit: 10, offset: 0 };
+    assert.match(queries.page.statement(db, pageParams, form).sql, columnRead);
+    const limitedPage = queries.pageWithoutScoped.statement(db, pageParams, form).sql;
+    assert.doesNotMatch(limitedPage, columnRead, limitedPage);
+    assert.match(limitedPage, /null as "private_key"/i, limitedPage);
   });
 
   test("is never shown on another user's instance, even with the scope", async () => {
