@@ -73,7 +73,7 @@ export class ClassStore {
   private readonly mapRow: RowMapper;
   private readonly writeInstance: InstanceWriter;
   private readonly queries: ClassQueries;
-  /** The read scopes of the class's properties (a caller without one reads without its column: byIdFor). */
+  /** The read scopes of the class's properties (a caller without one of them reads without their columns: readsAll). */
   private readonly readScopes: readonly string[];
   /** The writable properties, [name, definition], in the class's order. */
   private readonly writable: ReadonlyArray<readonly [string, PropertyDefinition]>;
