@@ -41,7 +41,9 @@ const { values, positionals } = parseArgs({
 const requests = Number(values.requests);
 const warmUp = Number(values['warm-up']);
 const builds = (positionals.length > 0 ? positionals : ['service=dist/server.js']).map((spec) => {
-  const [label, rest] = spec.split('=') as [string, string];
+  // At the first '=' only: a node flag may carry one too (--max-semi-space-size=4).
+  const label = spec.slice(0, spec.indexOf('='));
+  const rest = spec.slice(spec.indexOf('=') + 1);
   const [entry, flags] = rest.split(':') as [string, string | undefined];
   return { label, entry, flags: flags ? flags.split(',') : [] };
 });
