@@ -146,9 +146,14 @@ export function reusableQuery<P extends Params, R, F = undefined>(
    * transaction: no object per row, which on a long page costs more than the query (see
    * Database.selectArrays).
    */
-  execute.arrays = async function arrays(database: Database, params: P, ...[form]: F extends undefined ? [form?: F] : [form: F]): Promise<unknown[][]> {
-    const { compiled, slots, prepared } = template(database.db, params, form as F);
-    return database.selectArrays(compiled.sql, parametersOf(slots, params), prepared);
+  execute.arrays = function arrays(database: Database, params: P, ...[form]: F extends undefined ? [form?: F] : [form: F]): Promise<unknown[][]> {
+    // A plain function handing on the driver's promise, as `execute`: no promise layer of its own.
+    try {
+      const { compiled, slots, prepared } = template(database.db, params, form as F);
+      return database.selectArrays(compiled.sql, parametersOf(slots, params), prepared);
+    } catch (error) {
+      return Promise.reject(error);
+    }
   };
 
   return execute;

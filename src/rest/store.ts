@@ -169,10 +169,11 @@ export class ClassStore {
    * The JSON text of the instance `get` finds, read as column values and written straight from
    * them: a single GET builds neither a row object nor the instance object for the serializer.
    */
-  async getJsonText(caller: Caller, id: string): Promise<string | undefined> {
-    if (!isUuid(id)) return undefined;
-    const [values] = await this.byIdFor(caller).arrays(this.database, this.idParams(caller, id));
-    return values && this.writeInstance(values, caller);
+  getJsonText(caller: Caller, id: string): Promise<string | undefined> {
+    if (!isUuid(id)) return Promise.resolve(undefined);
+    return this.byIdFor(caller)
+      .arrays(this.database, this.idParams(caller, id))
+      .then(([values]) => values && this.writeInstance(values, caller));
   }
 
   /**
