@@ -5,9 +5,6 @@
 import assert from 'node:assert/strict';
 import { generateKeyPairSync, randomUUID, sign, verify } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { User } from '../../src/classes/user.ts';
-import { dialectOf } from '../../src/db/dialect.ts';
-import { classQueries } from '../../src/rest/class-queries.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { ISO_UTC, assertError, signIn, type SignedIn } from './fixtures/clients.ts';
 
@@ -262,22 +259,35 @@ describe('privateKey', () => {
     assert.ok(!(await ownerNoKeyScope.call('GET', `/v4/users/${owner.account.userId}`)).text.includes('PRIVATE KEY'));
   });
 
-  test('is not even read for a caller without users.private_key:read: its column is NULL in the statements of one user and of a page', () => {
-    const { db } = server.app.database;
-    const queries = classQueries(User, dialectOf(db));
-    const params = { userId: owner.account.userId, clientId: 'c', sessionId: 's', now: Date.now(), id: owner.account.userId };
-    const columnRead = /(?<!as )"private_key"/;
-    assert.match(queries.byId.statement(db, params).sql, columnRead);
-    const limited = queries.byIdWithoutScoped.statement(db, params).sql;
-    assert.doesNotMatch(limited, columnRead, limited);
-    assert.match(limited, /null as "private_key"/i, limited);
-    // A page of users too.
-    const form = { filters: [], sortColumn: 'created_at', direction: 'asc' as const };
-    const pageParams = { userId: owner.account.userId, clientId: 'c', sessionId: 's', now: Date.now(), limit: 10, offset: 0 };
-    assert.match(queries.page.statement(db, pageParams, form).sql, columnRead);
-    const limitedPage = queries.pageWithoutScoped.statement(db, pageParams, form).sql;
-    assert.doesNotMatch(limitedPage, columnRead, limitedPage);
-    assert.match(limitedPage, /null as "private_key"/i, limitedPage);
+  test('is not even read for a caller without users.private_key:read: the statements the server runs leave its column out', async () => {
+    // The reads of the running server, as sent to the database (one user and a page of users).
+    const { database } = server.app;
+    const selectArrays = database.selectArrays;
+    const sent: string[] = [];
+    database.selectArrays = (sql, parameters, prepared) => {
+      sent.push(sql);
+      return selectArrays.call(database, sql, parameters, prepared);
+    };
+    const readsOf = async (client: SignedIn) => {
+      sent.length = 0;
+      await me(client);
+      await client.call('GET', `/v4/users?username=${owner.account.username}`);
+      return [...sent];
+    };
+    try {
+      const columnRead = /(?<!as )"private_key"/;
+      const withScope = await readsOf(owner);
+      assert.equal(withScope.length, 2, withScope.join('\n'));
+      for (const sql of withScope) assert.match(sql, columnRead, sql);
+      const withoutScope = await readsOf(ownerNoKeyScope);
+      assert.equal(withoutScope.length, 2, withoutScope.join('\n'));
+      for (const sql of withoutScope) {
+        assert.doesNotMatch(sql, columnRead, sql);
+        assert.match(sql, /null as "private_key"/i, sql);
+      }
+    } finally {
+      database.selectArrays = selectArrays;
+    }
   });
 
   test("is never shown on another user's instance, even with the scope", async () => {
