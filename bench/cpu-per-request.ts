@@ -6,7 +6,9 @@
 // requests answered) beside req/s, for the single-object GETs and the list revalidation, measured
 // in turn against the reference (floor-server.ts), the service (dist/server.js) and optionally an
 // earlier build (--before, e.g. a copy of an older dist/ inside this checkout so that its imports
-// resolve). Every server runs on the same SQLite database. The v4 cases are compared with the second
+// resolve). The service and --before start as `npm start` starts the server, with the start
+// script's environment and node flags (until the seventeenth session they started with V8's
+// defaults, so this script's ratios were not the bench's). Every server runs on the same SQLite database. The v4 cases are compared with the second
 // reference (floor-server.ts with FLOOR_BEARER_DATABASE: the bearer-token lookup besides), the
 // others with the first. On a shared machine req/s ratios move a
 // lot between runs; the CPU time per request moves much less and is what a change to the
@@ -31,7 +33,7 @@ import pg from 'pg';
 import { measure, type Load } from './measure.ts';
 import { freshSchema } from './postgres-schema.ts';
 import { backendCpu, backendMsSince } from './pg-backends.ts';
-import { startProcess, type Running } from './processes.ts';
+import { productionStart, startProcess, type Running } from './processes.ts';
 
 const { values } = parseArgs({
   options: {
@@ -46,7 +48,7 @@ const { values } = parseArgs({
   },
 });
 const seconds = Number(values.seconds);
-/** --before '<entry.js> [node flags…]': an earlier build, or this one with other node flags. */
+/** --before '<entry.js> [node flags…]': an earlier build, or this one with other node flags (after the start script's). */
 const beforeBuild = values.before?.split(' ').filter(Boolean) ?? [];
 const connections = Number(values.connections);
 const wanted = values.cases.split(',');
@@ -117,7 +119,13 @@ try {
     await maker.stop();
   }
   // Both builds start together: neither gets the quieter moment or the lower pid.
-  const [service, earlier] = await Promise.all([startServer('dist/server.js', env, '/healthz'), values.before ? startServer(beforeBuild[0]!, env, '/healthz', beforeBuild.slice(1)) : undefined]);
+  // Both builds start as `npm start` starts the server (its environment and node flags, as the
+  // bench does); a --before build's own flags come after those, and V8 takes the last of a flag.
+  const production = productionStart();
+  const [service, earlier] = await Promise.all([
+    startServer('dist/server.js', { ...production.env, ...env }, '/healthz', production.flags),
+    values.before ? startServer(beforeBuild[0]!, { ...production.env, ...env }, '/healthz', [...production.flags, ...beforeBuild.slice(1)]) : undefined,
+  ]);
   running.push(service);
   const grants = wanted.includes('refresh') || wanted.includes('code');
   const tokenFloor = schema && grants ? await startServer('./bench/token-floor-pg-server.ts', { DATABASE_URL: databaseUrl }, '/') : undefined;

@@ -1,6 +1,7 @@
 /**
  * The production server as operators run it: the compiled output (`npm run build`, what `npm start`
- * runs with plain node) and WORKERS (DESIGN "Operational contract"): several workers serve one port,
+ * runs with plain node, under the start script's node flags and environment, so that each Node line
+ * CI runs is seen to accept them) and WORKERS (DESIGN "Operational contract"): several workers serve one port,
  * a worker that dies is replaced without losing service, /metrics adds up every worker, and SIGTERM
  * stops them all with exit code 0.
  */
@@ -13,6 +14,7 @@ import { startMailbox } from '../helpers/mail.ts';
 import { FormClient } from '../helpers/oauth.ts';
 import { newAddress, submitForm } from '../helpers/self-service.ts';
 import { freshDatabase, send, type TestDatabase, type TestServer } from '../helpers/server.ts';
+import { productionStart } from '../../bench/processes.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const CONFIG_KEYS = ['PORT', 'HOST', 'BASE_URL', 'DATABASE_URL', 'REDIS_URL', 'RATE_LIMIT_V1', 'RATE_LIMIT_V4', 'TRUST_PROXY', 'LOG_LEVEL', 'WORKERS', 'METRICS_TOKEN'];
@@ -28,6 +30,7 @@ interface Cluster {
   workerPids: () => number[];
 }
 
+const production = productionStart();
 let build: string;
 let database: TestDatabase;
 const started = new Set<ChildProcess>();
@@ -49,9 +52,9 @@ after(async () => {
 async function startCluster(env: Record<string, string>): Promise<Cluster> {
   database ??= await freshDatabase();
   const base = Object.fromEntries(Object.entries(process.env).filter(([key]) => !CONFIG_KEYS.includes(key)));
-  const child = spawn(process.execPath, [join(build, 'server.js')], {
+  const child = spawn(process.execPath, [...production.flags, join(build, 'server.js')], {
     cwd: ROOT,
-    env: { ...base, PORT: '0', DATABASE_URL: database.url, METRICS_TOKEN, ...env },
+    env: { ...base, ...production.env, PORT: '0', DATABASE_URL: database.url, METRICS_TOKEN, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   started.add(child);
@@ -119,6 +122,14 @@ describe('the compiled server with WORKERS=2', { timeout: 180_000 }, () => {
     assert.equal(new Set(workers).size, 2);
     const pids = await answeringPids(cluster, 12);
     assert.deepEqual([...pids].sort(), [...workers].sort());
+  });
+
+  test('every worker runs under the start script\'s node flags (the heap limits and the GC mode apply to each)', () => {
+    assert.ok(production.flags.length > 0, 'the start script passes node flags');
+    for (const pid of cluster.workerPids()) {
+      const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+      for (const flag of production.flags) assert.ok(argv.includes(flag), `worker ${pid} runs without ${flag}: ${argv.join(' ')}`);
+    }
   });
 
   test('/metrics adds up the requests of every worker', async () => {
