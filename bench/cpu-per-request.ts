@@ -8,11 +8,11 @@
 // earlier build (--before, e.g. a copy of an older dist/ inside this checkout so that its imports
 // resolve). The service and --before start as `npm start` starts the server, with the start
 // script's environment and node flags (until the seventeenth session they started with V8's
-// defaults, so this script's ratios were not the bench's). Every server runs on the same SQLite database. The v4 cases are compared with the second
-// reference (floor-server.ts with FLOOR_BEARER_DATABASE: the bearer-token lookup besides), the
-// others with the first. On a shared machine req/s ratios move a
-// lot between runs; the CPU time per request moves much less and is what a change to the
-// per-request work changes. Linux only (/proc).
+// defaults, so this script's ratios were not the bench's). Every server runs on the same SQLite
+// database. The v4 cases are compared with the second reference (floor-server.ts with
+// FLOOR_BEARER_DATABASE: the bearer-token lookup besides), the others with the first. On a shared
+// machine req/s ratios move a lot between runs; the CPU time per request moves much less and is
+// what a change to the per-request work changes. Linux only (/proc).
 // Two builds are compared fairly: the data is made by a server process of its own (dist/), which
 // is stopped before either measured build starts, and the builds take turns going first: in odd
 // rounds `before` is measured first in every case, in even rounds the service. (Measuring
@@ -122,9 +122,10 @@ try {
   // Both builds start as `npm start` starts the server (its environment and node flags, as the
   // bench does); a --before build's own flags come after those, and V8 takes the last of a flag.
   const production = productionStart();
+  const serverEnv = { ...production.env, ...env };
   const [service, earlier] = await Promise.all([
-    startServer('dist/server.js', { ...production.env, ...env }, '/healthz', production.flags),
-    values.before ? startServer(beforeBuild[0]!, { ...production.env, ...env }, '/healthz', [...production.flags, ...beforeBuild.slice(1)]) : undefined,
+    startServer('dist/server.js', serverEnv, '/healthz', production.flags),
+    values.before ? startServer(beforeBuild[0]!, serverEnv, '/healthz', [...production.flags, ...beforeBuild.slice(1)]) : undefined,
   ]);
   running.push(service);
   const grants = wanted.includes('refresh') || wanted.includes('code');
