@@ -4,6 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -55,13 +56,31 @@ before(async () => {
         }
       });
       app.get('/test/busy/postgres', async () => {
-        const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 1, connectionTimeoutMillis: 50 });
+        // Opening the one connection may take longer than 50 ms on a loaded machine; only the wait
+        // for it to come free is to run out here.
+        const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 1, connectionTimeoutMillis: 10_000 });
         const held = await pool.connect();
+        pool.options.connectionTimeoutMillis = 50;
         try {
           await pool.query('select 1');
         } finally {
           held.release();
           await pool.end();
+        }
+      });
+      // pg-pool's other "not in time": a new connection that the server never answers.
+      app.get('/test/busy/postgres-connect', async () => {
+        const sockets = new Set<Socket>();
+        const silent = createServer((socket) => sockets.add(socket));
+        await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+        const { port } = silent.address() as AddressInfo;
+        const pool = new pg.Pool({ host: '127.0.0.1', port, user: 'nobody', connectionTimeoutMillis: 50 });
+        try {
+          await pool.query('select 1');
+        } finally {
+          await pool.end();
+          for (const socket of sockets) socket.destroy();
+          await new Promise((resolve) => silent.close(resolve));
         }
       });
     },
@@ -214,7 +233,7 @@ describe('an unexpected exception', () => {
 
 describe('a database with no room for the request in time', () => {
   const postgres = process.env.DATABASE_URL?.startsWith('postgres');
-  for (const driver of ['sqlite', 'postgres']) {
+  for (const driver of ['sqlite', 'postgres', 'postgres-connect']) {
     test(`${driver}: 503 serviceUnavailable with Retry-After, logged as a warning, not a 500`, { skip: driver === 'postgres' && !postgres && 'PostgreSQL only' }, async () => {
       const before = server.logs.length;
       const reply = await server.request('GET', `/test/busy/${driver}`);
