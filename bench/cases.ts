@@ -59,7 +59,8 @@ export const bulkPostLoad = (accessToken: string, ids: 'server' | 'client' = 'se
 export type PeerStorage = 'memory' | 'sqlite' | 'redis' | 'postgres';
 const STORAGE_LABEL: Record<PeerStorage, string> = { memory: 'in memory', sqlite: '+ SQLite', redis: '+ Redis', postgres: '+ PostgreSQL' };
 export type Grant = 'authorization_code exchange' | 'refresh_token grant';
-export const peerRowName = (storage: PeerStorage, grant: Grant) => `peer node-oidc-provider 9 ${STORAGE_LABEL[storage]}: ${grant}`;
+export const PEER_ROW_PREFIX = 'peer node-oidc-provider 9 ';
+export const peerRowName = (storage: PeerStorage, grant: Grant) => `${PEER_ROW_PREFIX}${STORAGE_LABEL[storage]}: ${grant}`;
 
 /** The single-use secrets a grant load spends, one per request (an exhausted list shows as failed requests). */
 export interface GrantSecrets {
