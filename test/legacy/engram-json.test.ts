@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Config } from '../../src/config.ts';
 import type { EngramRow } from '../../src/legacy/engrams/store.ts';
-import { engramJson, engramStructure } from '../../src/legacy/engrams/structure.ts';
+import { engramJson, engramJsonOfColumns, engramStructure } from '../../src/legacy/engrams/structure.ts';
 
 const config = { baseUrl: 'https://content.example' } as Config;
 
@@ -40,6 +40,8 @@ test('engramJson writes the same text as the stringified structure, for awkward 
     const text = engramJson(config, row);
     assert.equal(text, stringified(row));
     assert.deepEqual(Object.keys(JSON.parse(text)), Object.keys(engramStructure(config, row)));
+    // The GET reads the same row as columns (readEngramColumns).
+    assert.equal(engramJsonOfColumns(config, [row.uid, row.path, row.class, row.label, row.availability, row.can_blueprint, row.mod_id, row.mod_name]), text);
   }
 });
 

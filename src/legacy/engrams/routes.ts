@@ -4,9 +4,9 @@ import { badRequest, forbidden, notFound } from '../../http/errors.ts';
 import { requireSignature } from '../authenticate.ts';
 import { readJsonBody, readTextList, splitList } from '../body.ts';
 import { modIdProblem, parseModId } from '../mods/mod-id.ts';
-import { deleteEngrams, EngramRuleError, findEngrams, isEngramUid, saveEngrams, type EngramRow, type EngramWrite } from './store.ts';
+import { deleteEngrams, EngramRuleError, isEngramUid, readEngramColumns, saveEngrams, type EngramRow, type EngramWrite } from './store.ts';
 import { v1Docs } from '../openapi.ts';
-import { ALL_BITS, ENVIRONMENTS, engramJson } from './structure.ts';
+import { ALL_BITS, ENVIRONMENTS, engramJson, engramJsonOfColumns } from './structure.ts';
 import { EngramLists, identityStream, type EngramListBody } from './lists.ts';
 import { encodingChooser, noneMatchHits } from '../../http/conditional.ts';
 
@@ -121,10 +121,11 @@ export async function engramRoutes(v1: FastifyInstance): Promise<void> {
   v1.get<{ Params: { ids: string } }>('/engram.php/:ids', { schema: v1Docs.getEngrams }, async (request, reply) => {
     const identifiers = splitList(request.params.ids);
     if (identifiers.length === 0) throw badRequest('No engram identifier given');
-    const rows = await findEngrams(db(), identifiers);
+    const rows = await readEngramColumns(v1.database, identifiers);
     if (rows.length === 0) throw notFound(identifiers.length === 1 ? `No engram ${identifiers[0]}` : 'None of these engrams exists');
     const single = identifiers.length === 1 && (isEngramUid(identifiers[0]!) || rows.length === 1);
-    return sendEngrams(reply, rows, !single);
+    const json = rows.map((row) => engramJsonOfColumns(config, row));
+    return reply.type('application/json; charset=utf-8').send(single ? json[0] : `[${json.join(',')}]`);
   });
 
   v1.post('/engram.php', { preHandler: requireSignature, schema: v1Docs.saveEngrams }, async (request, reply) => {

@@ -5,6 +5,7 @@ import { isForeignKeyViolation } from '../../db/errors.ts';
 import { lockKeys } from '../../db/locks.ts';
 import type { Schema } from '../../db/schema.ts';
 import { reusableQuery } from '../../db/reusable-query.ts';
+import type { Database } from '../../db/connection.ts';
 import { modLockKey } from '../mods/store.ts';
 
 export interface EngramRow {
@@ -48,21 +49,24 @@ export function classOfPath(path: string): string {
   return object.endsWith('_C') ? object : `${object}_C`;
 }
 
+/** The columns an engram's answer shows (engramJson), in the order of EngramColumns. */
+const ANSWER_COLUMNS = [
+  'engrams.uid',
+  'engrams.path',
+  'engrams.class',
+  'engrams.label',
+  'engrams.availability',
+  'engrams.can_blueprint',
+  'engrams.mod_id',
+  'mods.name as mod_name',
+] as const;
+
+function engramsWithModName(db: Kysely<Schema>) {
+  return db.selectFrom('engrams').leftJoin('mods', (join) => join.onRef('mods.mod_id', '=', 'engrams.mod_id').onRef('mods.user_id', '=', 'engrams.user_id'));
+}
+
 function selectEngrams(db: Kysely<Schema>) {
-  return db
-    .selectFrom('engrams')
-    .leftJoin('mods', (join) => join.onRef('mods.mod_id', '=', 'engrams.mod_id').onRef('mods.user_id', '=', 'engrams.user_id'))
-    .select([
-      'engrams.uid',
-      'engrams.path',
-      'engrams.class',
-      'engrams.label',
-      'engrams.availability',
-      'engrams.can_blueprint',
-      'engrams.mod_id',
-      'mods.name as mod_name',
-      'engrams.user_id',
-    ]);
+  return engramsWithModName(db).select([...ANSWER_COLUMNS, 'engrams.user_id']);
 }
 
 /**
@@ -81,17 +85,48 @@ export async function* streamEngrams(db: Kysely<Schema>, modIds?: readonly strin
   }
 }
 
+/** The identifiers split into uids (32 hex digits, lowercased) and class strings. */
+function byKind(identifiers: readonly string[]): ByKind {
+  const uids: string[] = [];
+  const classes: string[] = [];
+  for (const identifier of identifiers) {
+    if (isEngramUid(identifier)) uids.push(identifier.toLowerCase());
+    else classes.push(identifier);
+  }
+  return { uids, classes };
+}
+
 /** Engrams matching any identifier: a uid (32 hex digits) or a class string. */
 export function findEngrams(db: Kysely<Schema>, identifiers: readonly string[]): Promise<EngramRow[]> {
   if (identifiers.length === 0) return Promise.resolve([]);
-  const uids = identifiers.filter(isEngramUid).map((uid) => uid.toLowerCase());
-  const classes = identifiers.filter((identifier) => !isEngramUid(identifier));
   // A plain function handing on the query's promise: no promise layer of its own (see reusableQuery).
-  return engramsByIdentifiers(db, { uids, classes });
+  return engramsByIdentifiers(db, byKind(identifiers));
 }
 
-const engramsByIdentifiers = reusableQuery((db: Kysely<Schema>, { uids, classes }: { uids: readonly string[]; classes: readonly string[] }) =>
+type ByKind = { uids: readonly string[]; classes: readonly string[] };
+
+const engramsByIdentifiers = reusableQuery((db: Kysely<Schema>, { uids, classes }: ByKind) =>
   selectEngrams(db)
+    .where((eb) => eb.or([...(uids.length ? [eb('engrams.uid', 'in', uids)] : []), ...(classes.length ? [eb('engrams.class', 'in', classes)] : [])]))
+    .orderBy('engrams.uid'),
+);
+
+/** What an engram's answer shows (engramJson), as a row of columns in this order. */
+export type EngramColumns = [uid: string, path: string, engramClass: string, label: string, availability: number, canBlueprint: number, modId: string | null, modName: string | null];
+
+/**
+ * findEngrams for the GET, outside any transaction: only the columns the answer shows, each row an
+ * array. Rows as objects cost more than the statement's own search (nine properties a row,
+ * measured: 4.7 against 4.1 µs for the statement of one engram).
+ */
+export function readEngramColumns(database: Database, identifiers: readonly string[]): Promise<EngramColumns[]> {
+  if (identifiers.length === 0) return Promise.resolve([]);
+  return engramColumnsByIdentifiers.arrays(database, byKind(identifiers)) as Promise<EngramColumns[]>;
+}
+
+const engramColumnsByIdentifiers = reusableQuery((db: Kysely<Schema>, { uids, classes }: ByKind) =>
+  engramsWithModName(db)
+    .select(ANSWER_COLUMNS)
     .where((eb) => eb.or([...(uids.length ? [eb('engrams.uid', 'in', uids)] : []), ...(classes.length ? [eb('engrams.class', 'in', classes)] : [])]))
     .orderBy('engrams.uid'),
 );

@@ -1,5 +1,5 @@
 import type { Config } from '../../config.ts';
-import type { EngramRow } from './store.ts';
+import type { EngramColumns, EngramRow } from './store.ts';
 
 /** Availability bits of the game's maps. */
 export const ENVIRONMENTS = { Island: 1, Scorched: 2, Center: 4, Ragnarok: 8, Abberation: 16 } as const;
@@ -52,12 +52,31 @@ const NAMES_JSON_BY_MASK: readonly string[] = NAMES_BY_MASK.map((names) => JSON.
  * digits are written as they are stored (only digits are stored: parseModId).
  */
 export function engramJson(config: Config, row: EngramRow): string {
-  const environments = isKnownMask(row.availability) ? NAMES_JSON_BY_MASK[row.availability]! : JSON.stringify(slowEnvironmentNames(row.availability));
+  return writeEngramJson(config, row.uid, row.path, row.class, row.label, row.availability, row.can_blueprint, row.mod_id, row.mod_name);
+}
+
+/** engramJson of a row read as columns (readEngramColumns). */
+export function engramJsonOfColumns(config: Config, [uid, path, engramClass, label, availability, canBlueprint, modId, modName]: EngramColumns): string {
+  return writeEngramJson(config, uid, path, engramClass, label, availability, canBlueprint, modId, modName);
+}
+
+function writeEngramJson(
+  config: Config,
+  uid: string,
+  path: string,
+  engramClass: string,
+  label: string,
+  availability: number,
+  canBlueprint: number,
+  modId: string | null,
+  modName: string | null,
+): string {
+  const environments = isKnownMask(availability) ? NAMES_JSON_BY_MASK[availability]! : JSON.stringify(slowEnvironmentNames(availability));
   return (
-    `{"path":${JSON.stringify(row.path)},"class":${JSON.stringify(row.class)},"label":${JSON.stringify(row.label)},` +
-    `"environments":${environments},"can_blueprint":${row.can_blueprint === 1},` +
-    `"spawn":${JSON.stringify(`cheat giveitem "Blueprint'${row.path}'" 1 0 false`)},"uid":${JSON.stringify(row.uid)},` +
-    `"resource_url":${JSON.stringify(`${config.baseUrl}/v1/engram.php/${row.uid}`)},` +
-    `"mod_id":${row.mod_id === null ? 'null' : row.mod_id},"mod_name":${JSON.stringify(row.mod_name)}}`
+    `{"path":${JSON.stringify(path)},"class":${JSON.stringify(engramClass)},"label":${JSON.stringify(label)},` +
+    `"environments":${environments},"can_blueprint":${canBlueprint === 1},` +
+    `"spawn":${JSON.stringify(`cheat giveitem "Blueprint'${path}'" 1 0 false`)},"uid":${JSON.stringify(uid)},` +
+    `"resource_url":${JSON.stringify(`${config.baseUrl}/v1/engram.php/${uid}`)},` +
+    `"mod_id":${modId === null ? 'null' : modId},"mod_name":${JSON.stringify(modName)}}`
   );
 }
