@@ -4,7 +4,7 @@ import { badRequest, forbidden, notFound } from '../../http/errors.ts';
 import { requireSignature } from '../authenticate.ts';
 import { readJsonBody, readTextList, splitList } from '../body.ts';
 import { modIdProblem, parseModId } from '../mods/mod-id.ts';
-import { deleteEngrams, EngramRuleError, isEngramUid, readEngramColumns, saveEngrams, type EngramRow, type EngramWrite } from './store.ts';
+import { deleteEngrams, EngramRuleError, isEngramUid, readEngramColumns, saveEngrams, type EngramWrite } from './store.ts';
 import { v1Docs } from '../openapi.ts';
 import { ALL_BITS, ENVIRONMENTS, engramJson, engramJsonOfColumns } from './structure.ts';
 import { EngramLists, identityStream, type EngramListBody } from './lists.ts';
@@ -88,10 +88,9 @@ export async function engramRoutes(v1: FastifyInstance): Promise<void> {
   const db = () => v1.database.db;
   const lists = new EngramLists(db, config);
   const chooseListEncoding = encodingChooser(['br', 'gzip'] as const);
-  const sendEngrams = (reply: FastifyReply, rows: EngramRow[], asArray: boolean) => {
-    const json = rows.map((row) => engramJson(config, row));
-    return reply.type('application/json; charset=utf-8').send(asArray ? `[${json.join(',')}]` : json[0]);
-  };
+  /** Engrams' JSON texts (engramJson) as the answer: an array, or the one engram. */
+  const sendEngrams = (reply: FastifyReply, json: string[], asArray: boolean) =>
+    reply.type('application/json; charset=utf-8').send(asArray ? `[${json.join(',')}]` : json[0]);
 
   v1.get<{ Querystring: { mod_id?: string } }>('/engram.php', { schema: v1Docs.listEngrams, compress: false }, async (request, reply) => {
     let modIds: string[] | undefined;
@@ -124,8 +123,7 @@ export async function engramRoutes(v1: FastifyInstance): Promise<void> {
     const rows = await readEngramColumns(v1.database, identifiers);
     if (rows.length === 0) throw notFound(identifiers.length === 1 ? `No engram ${identifiers[0]}` : 'None of these engrams exists');
     const single = identifiers.length === 1 && (isEngramUid(identifiers[0]!) || rows.length === 1);
-    const json = rows.map((row) => engramJsonOfColumns(config, row));
-    return reply.type('application/json; charset=utf-8').send(single ? json[0] : `[${json.join(',')}]`);
+    return sendEngrams(reply, rows.map((row) => engramJsonOfColumns(config, row)), !single);
   });
 
   v1.post('/engram.php', { preHandler: requireSignature, schema: v1Docs.saveEngrams }, async (request, reply) => {
@@ -140,7 +138,7 @@ export async function engramRoutes(v1: FastifyInstance): Promise<void> {
     const rows = await saveEngrams(db(), request.signedBy!, writes).catch((error) => {
       throw engramRuleErrorToApiError(error);
     });
-    return sendEngrams(reply, rows, Array.isArray(body));
+    return sendEngrams(reply, rows.map((row) => engramJson(config, row)), Array.isArray(body));
   });
 
   const remove = async (userId: string, identifiers: string[]) => {

@@ -65,8 +65,11 @@ function engramsWithModName(db: Kysely<Schema>) {
   return db.selectFrom('engrams').leftJoin('mods', (join) => join.onRef('mods.mod_id', '=', 'engrams.mod_id').onRef('mods.user_id', '=', 'engrams.user_id'));
 }
 
+/** Every column of EngramRow: the answer's and the owner's. */
+const ROW_COLUMNS = [...ANSWER_COLUMNS, 'engrams.user_id'] as const;
+
 function selectEngrams(db: Kysely<Schema>) {
-  return engramsWithModName(db).select([...ANSWER_COLUMNS, 'engrams.user_id']);
+  return engramsWithModName(db).select(ROW_COLUMNS);
 }
 
 /**
@@ -105,11 +108,14 @@ export function findEngrams(db: Kysely<Schema>, identifiers: readonly string[]):
 
 type ByKind = { uids: readonly string[]; classes: readonly string[] };
 
-const engramsByIdentifiers = reusableQuery((db: Kysely<Schema>, { uids, classes }: ByKind) =>
-  selectEngrams(db)
+/** The engrams any identifier names, in uid order; the caller chooses the columns. */
+function engramsMatching(db: Kysely<Schema>, { uids, classes }: ByKind) {
+  return engramsWithModName(db)
     .where((eb) => eb.or([...(uids.length ? [eb('engrams.uid', 'in', uids)] : []), ...(classes.length ? [eb('engrams.class', 'in', classes)] : [])]))
-    .orderBy('engrams.uid'),
-);
+    .orderBy('engrams.uid');
+}
+
+const engramsByIdentifiers = reusableQuery((db: Kysely<Schema>, identifiers: ByKind) => engramsMatching(db, identifiers).select(ROW_COLUMNS));
 
 /** What an engram's answer shows (engramJson), as a row of columns in this order. */
 export type EngramColumns = [uid: string, path: string, engramClass: string, label: string, availability: number, canBlueprint: number, modId: string | null, modName: string | null];
@@ -124,12 +130,7 @@ export function readEngramColumns(database: Database, identifiers: readonly stri
   return engramColumnsByIdentifiers.arrays(database, byKind(identifiers)) as Promise<EngramColumns[]>;
 }
 
-const engramColumnsByIdentifiers = reusableQuery((db: Kysely<Schema>, { uids, classes }: ByKind) =>
-  engramsWithModName(db)
-    .select(ANSWER_COLUMNS)
-    .where((eb) => eb.or([...(uids.length ? [eb('engrams.uid', 'in', uids)] : []), ...(classes.length ? [eb('engrams.class', 'in', classes)] : [])]))
-    .orderBy('engrams.uid'),
-);
+const engramColumnsByIdentifiers = reusableQuery((db: Kysely<Schema>, identifiers: ByKind) => engramsMatching(db, identifiers).select(ANSWER_COLUMNS));
 
 /**
  * Why `userId` may not write to `modId`: 403 when the mod is there but not theirs to write (their
