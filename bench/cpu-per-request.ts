@@ -1,4 +1,4 @@
-// npx tsx bench/cpu-per-request.ts [--seconds 3] [--rounds 3] [--before '<entry.js> [node flags…]'] [--cases user,engram,download,v4user,v4project,304,refresh,code]
+// npx tsx bench/cpu-per-request.ts [--seconds 3] [--rounds 3] [--before '<entry.js> [node flags…]'] [--cases user,engram,download,v4user,v4project,page,304,refresh,code]
 //   [--secrets 150000 (refresh tokens and codes minted for the refresh and code cases)]
 //   [--database postgres://… (the service on a fresh schema of that database instead of SQLite)]
 //
@@ -10,7 +10,8 @@
 // script's environment and node flags (until the seventeenth session they started with V8's
 // defaults, so this script's ratios were not the bench's). Every server runs on the same SQLite
 // database. The v4 cases are compared with the second reference (floor-server.ts with
-// FLOOR_BEARER_DATABASE: the bearer-token lookup besides), the others with the first. On a shared
+// FLOOR_BEARER_DATABASE: the bearer-token lookup besides), the others with the first; the
+// 250-item page (`page`) with that reference's own page, the page floor. On a shared
 // machine req/s ratios move a lot between runs; the CPU time per request moves much less and is
 // what a change to the per-request work changes. Linux only (/proc).
 // Two builds are compared fairly: the data is made by a server process of its own (dist/), which
@@ -114,7 +115,7 @@ try {
   try {
     // The v1 data only for the cases that read it (the token grants need none).
     legacy = wanted.some((name) => name !== 'refresh' && name !== 'code') ? await legacyData(maker.url, workshop, 10_000) : undefined;
-    projectId = wanted.includes('v4project') ? await projects(maker.url, secrets.accessToken, 300) : '';
+    projectId = wanted.includes('v4project') || wanted.includes('page') ? await projects(maker.url, secrets.accessToken, 300) : '';
   } finally {
     await maker.stop();
   }
@@ -134,8 +135,9 @@ try {
   if (earlier) running.push(earlier);
   const floor = await startProcess('./bench/floor-server.ts', {}, FLOOR_PATH);
   running.push(floor);
-  const v4 = wanted.some((name) => name.startsWith('v4'));
-  const floorBearer = v4 ? await startProcess('./bench/floor-server.ts', { FLOOR_BEARER_DATABASE: databaseUrl }, FLOOR_PATH) : undefined;
+  const v4 = wanted.some((name) => name.startsWith('v4') || name === 'page');
+  // Through startServer: its PostgreSQL backends' CPU counts as well.
+  const floorBearer = v4 ? await startServer('./bench/floor-server.ts', { FLOOR_BEARER_DATABASE: databaseUrl }, FLOOR_PATH) : undefined;
   if (floorBearer) running.push(floorBearer);
   const bearer = { authorization: `Bearer ${secrets.accessToken}` };
   const probe = await fetch(`${service.url}/v1/engram.php`);
@@ -146,6 +148,7 @@ try {
     download: { path: `/v1/document.php/${legacy?.documentId}` },
     v4user: { path: '/v4/user', headers: bearer },
     v4project: { path: `/v4/projects/${projectId}`, headers: bearer },
+    page: { path: '/v4/projects?pageSize=250', headers: bearer },
     refresh: {
       method: 'POST',
       path: '/v4/login',
@@ -187,8 +190,14 @@ try {
       `round ${round}: reference ${plain.requestsPerSecond} req/s, ${plain.cpuUs.toFixed(0)} µs/request` +
         (withBearer ? ` | reference + bearer ${withBearer.requestsPerSecond} req/s, ${withBearer.cpuUs.toFixed(0)} µs/request` : ''),
     );
+    const pageFloor = floorBearer && wanted.includes('page') ? await measureCpu(floorBearer, cases.page!) : undefined;
+    if (pageFloor) {
+      console.log(`  page floor ${pageFloor.requestsPerSecond} req/s, ${pageFloor.cpuUs.toFixed(0)} µs/request${pageFloor.pgUs === undefined ? '' : `, pg ${pageFloor.pgUs.toFixed(0)} µs`}`);
+      perRound.set('page\tfloor', [...(perRound.get('page\tfloor') ?? []), pageFloor.cpuUs]);
+      if (pageFloor.pgUs !== undefined) withBackends.set('page\tfloor', [...(withBackends.get('page\tfloor') ?? []), pageFloor.cpuUs + pageFloor.pgUs]);
+    }
     for (const name of wanted) {
-      const reference = name.startsWith('v4') && withBearer ? withBearer : plain;
+      const reference = name === 'page' && pageFloor ? pageFloor : name.startsWith('v4') && withBearer ? withBearer : plain;
       const parts: string[] = [];
       for (const [label, server] of serversOf(name, round)) {
         const figures = await measureCpu(server, cases[name]!);
@@ -210,7 +219,9 @@ try {
   };
   console.log(`medians over ${values.rounds} rounds, µs of server CPU per request${earlier ? ' (the builds alternated going first)' : ''}:`);
   for (const name of wanted) {
-    const parts = serversOf(name).map(([label]) => `${label} ${median(perRound.get(`${name}\t${label}`) ?? [NaN]).toFixed(1)}`);
+    // The page floor, where the page was measured, first.
+    const labels = [...(perRound.has(`${name}\tfloor`) ? ['floor'] : []), ...serversOf(name).map(([label]) => label)];
+    const parts = labels.map((label) => `${label} ${median(perRound.get(`${name}\t${label}`) ?? [NaN]).toFixed(1)}`);
     const [beforeUs, serviceUs] = [perRound.get(`${name}\tbefore`), perRound.get(`${name}\tservice`)];
     // Rounds pair the builds in time, so the median of the per-round differences moves less with the
     // machine's load than the difference of the medians.
@@ -220,7 +231,6 @@ try {
       : '';
     console.log(`  ${name}: ${parts.join(' | ')}${change}`);
     if (withBackends.size > 0) {
-      const labels = serversOf(name).map(([label]) => label);
       console.log(`  ${name}, server + PostgreSQL backends: ${labels.map((label) => `${label} ${median(withBackends.get(`${name}\t${label}`) ?? [NaN]).toFixed(1)}`).join(' | ')}`);
     }
   }

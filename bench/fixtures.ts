@@ -59,6 +59,9 @@ export async function mintSecrets(databaseUrl: string, count: number): Promise<S
         }
       });
     }
+    // A code lives ten minutes; on a slow host the code exchange comes later than that after the
+    // minting. An hour keeps the codes valid for the whole run, as the peer's (bench/peer-oidc-provider.ts).
+    await db.updateTable('authorization_codes').set({ expires_at: Date.now() + 3_600_000 }).where('client_id', '=', clientId).execute();
     const { accessToken } = await createSession(db, grant);
     return { clientId, codeVerifier, codes, refreshTokens, accessToken };
   } finally {
