@@ -41,7 +41,7 @@ import { largeListCases } from './large-lists.ts';
 import { measure, type Figures, type Load } from './measure.ts';
 import { freshSchema } from './postgres-schema.ts';
 import { productionStart, startProcess, type Running } from './processes.ts';
-import { noteFloorShares, tokenFloorRows } from './token-floors.ts';
+import { GRANTS, noteFloorShares, tokenFloorRows } from './token-floors.ts';
 import { FakeWorkshop } from '../test/helpers/workshop.ts';
 
 const { values } = parseArgs({
@@ -246,7 +246,7 @@ async function measureCase(server: Running, name: string, targets: Target[] | un
  * over single-use secrets the peer minted through that storage before it listened.
  */
 async function peer(storage: PeerStorage): Promise<Row[]> {
-  const grants = (['authorization_code exchange', 'refresh_token grant'] as const).filter((grant) => wanted(peerRowName(storage, grant)) || wanted(`v4 token: ${grant}`));
+  const grants = GRANTS.filter((grant) => wanted(peerRowName(storage, grant)) || wanted(`v4 token: ${grant}`));
   if (grants.length === 0) return [];
   const dir = mkdtempSync(join(tmpdir(), 'bench-peer-'));
   const file = join(dir, 'secrets.json');
@@ -288,7 +288,7 @@ async function runStandard(): Promise<Row[]> {
   const workshop = await new FakeWorkshop().start();
   try {
     // A partial run without the token cases needs only the access token: minting the full count takes minutes on a slow host.
-    const grantsWanted = ['authorization_code exchange', 'refresh_token grant'].some((grant) => wanted(`v4 token: ${grant}`));
+    const grantsWanted = GRANTS.some((grant) => wanted(`v4 token: ${grant}`));
     process.stderr.write('minting codes and refresh tokens…\n');
     const secrets = await mintSecrets(databaseUrl, grantsWanted ? SECRETS_PER_SERVER : 10);
     const rows: Row[] = [];
