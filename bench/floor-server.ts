@@ -14,6 +14,10 @@
 // (the service's order: updated_at, then project_id, an index range scan), rows as arrays, the total
 // by a second SELECT when the page is full, and the spec's page object by JSON.stringify.
 //
+// On PostgreSQL, also the floor of the v1 GETs, GET /v1-floor/user.php/<id>: the reference's one
+// primary-key lookup made on the service's users table by a named statement instead of on a SQLite
+// table of its own, with no bearer (a v1 GET on PostgreSQL makes at least that one round trip).
+//
 // On PostgreSQL, also the floor of the bulk POST, POST /v4/projects with an array of new projects:
 // after the bearer lookup, Fastify's JSON body, a check that each object has a string title and
 // description, a UUIDv7 id, the defaults and timestamps per object, then one transaction of 50-row
@@ -57,6 +61,8 @@ interface ServiceDatabase {
   count: (userId: string) => number | Promise<number>;
   /** A project of a user, as column values. */
   project: (projectId: string, userId: string) => ProjectValues | undefined | Promise<ProjectValues | undefined>;
+  /** PostgreSQL: a v1 user of the service's users table, the reference's lookup on the service's database. */
+  user?: (userId: string) => Promise<{ user_id: string; public_key: string } | undefined>;
   /** PostgreSQL: inserts the rows (column values in PAGE_COLUMNS order) in one transaction. */
   insert?: (rows: ProjectValues[]) => Promise<void>;
   close: () => Promise<void>;
@@ -94,6 +100,7 @@ function serviceDatabase(url: string): ServiceDatabase {
     page: async (userId, limit) => (await pool.query<ProjectValues>({ name: 'page', text: pageSql('$1', '$2'), values: [userId, limit], rowMode: 'array' })).rows,
     count: async (userId) => Number((await pool.query<{ total: string }>({ name: 'count', text: countSql('$1'), values: [userId] })).rows[0]!.total),
     project: async (projectId, userId) => (await pool.query<ProjectValues>({ name: 'project', text: projectSql('$1', '$2'), values: [projectId, userId], rowMode: 'array' })).rows[0],
+    user: async (userId) => (await pool.query<{ user_id: string; public_key: string }>({ name: 'user', text: 'select user_id, public_key from users where user_id = $1', values: [userId] })).rows[0],
     insert: async (rows) => {
       const client = await pool.connect();
       try {
@@ -149,6 +156,11 @@ if (bearer) {
     const total = rows.length < pageSize ? rows.length : await bearer.count(caller.user_id);
     const results = rows.map(projectJson);
     return reply.type('application/json; charset=utf-8').send(JSON.stringify({ totalResults: total, pageSize, pages: Math.ceil(total / pageSize), page: 1, results }));
+  });
+  const { user } = bearer;
+  if (user) app.get<{ Params: { id: string } }>('/v1-floor/user.php/:id', async (request, reply) => {
+    const row = await user(request.params.id);
+    return row ?? reply.code(404).send({ code: 'notFound', message: 'not found' });
   });
   const { insert } = bearer;
   if (insert) app.post<{ Body: unknown }>('/v4/projects', async (request, reply) => {

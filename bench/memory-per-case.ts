@@ -90,7 +90,7 @@ for (let round = 0; round < Number(values.rounds); round++) {
       const first = await fetch(`${server.url}/v1/engram.php`);
       await first.arrayBuffer();
       note('first build of the 10,000-engram list');
-      for (const item of engramListLoads(first.headers.get('etag') ?? undefined)) await run(item);
+      for (const item of engramListLoads(first.headers.get('etag') ?? undefined, 'SQLite')) await run(item);
       const { reads, writes } = mixedLoads(legacy, secrets.accessToken, projectId);
       const before = cpuMs(server.pid);
       const [read, written] = await Promise.all([measure(server.url, reads, { seconds, connections: 8 }), measure(server.url, writes, { seconds, connections: 2 })]);

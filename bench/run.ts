@@ -16,6 +16,8 @@ import {
   PAGE_PATH,
   PEER_ROW_PREFIX,
   REFERENCE,
+  V1_GETS,
+  V1_NOT_MODIFIED,
   V4_BULK_POST,
   V4_PAGE,
   V4_SINGLE_GETS,
@@ -31,6 +33,7 @@ import {
   peersOf,
   referenceWithBearer,
   standardCases,
+  v1Floor,
   type Case,
   type Grant,
   type PeerStorage,
@@ -148,11 +151,11 @@ async function floor(bearer?: { databaseUrl: string; accessToken: string }): Pro
 }
 
 /**
- * A floor of the reference + bearer's server that reads the service's projects by raw statements,
- * once the service made them (floor-server.ts): the 250-item page of the token's user, or one of
- * the user's projects. It stays up with that server.
+ * A floor of the reference + bearer's server that reads the service's data by raw statements, once
+ * the service made it (floor-server.ts): the 250-item page of the token's user, one of the user's
+ * projects, or (PostgreSQL) the v1 user. It stays up with that server.
  */
-async function floorOnProjects(name: string, load: Load): Promise<Row> {
+async function floorOnServiceData(name: string, load: Load): Promise<Row> {
   const { server } = floorReference(name, load);
   await measure(server.url, load, { seconds: 2, connections }); // warm-up
   return { name, connections, ...(await measure(server.url, load, { seconds, connections })), serverRssMiB: server.memory().peakMiB };
@@ -292,7 +295,7 @@ async function runStandard(): Promise<Row[]> {
     process.stderr.write('minting codes and refresh tokens…\n');
     const secrets = await mintSecrets(databaseUrl, grantsWanted ? SECRETS_PER_SERVER : 10);
     const rows: Row[] = [];
-    if ([referenceWithBearer(databaseLabel), ...V4_SINGLE_GETS, V4_PAGE, V4_BULK_POST].some(wanted)) {
+    if ([referenceWithBearer(databaseLabel), ...V4_SINGLE_GETS, V4_PAGE, V4_BULK_POST, ...(databaseLabel === 'PostgreSQL' ? [...V1_GETS, V1_NOT_MODIFIED] : [])].some(wanted)) {
       process.stderr.write(`${referenceWithBearer(databaseLabel)}…\n`);
       rows.push(await floor({ databaseUrl, accessToken: secrets.accessToken }));
     }
@@ -321,13 +324,15 @@ async function runStandard(): Promise<Row[]> {
       const legacy = await legacyData(server.url, workshop, 10_000);
       const projectId = await projects(server.url, secrets.accessToken, 300);
       const bearer = { authorization: `Bearer ${secrets.accessToken}` };
-      for (const [name, load, forCase] of [
-        [pageFloor(databaseLabel), { path: PAGE_PATH, headers: bearer }, V4_PAGE],
-        [projectFloor(databaseLabel), { path: `/v4/projects/${projectId}`, headers: bearer }, V4_SINGLE_GETS[1]],
+      const v1Cases = [...V1_GETS, V1_NOT_MODIFIED];
+      for (const [name, load, forCases] of [
+        [pageFloor(databaseLabel), { path: PAGE_PATH, headers: bearer }, [V4_PAGE]],
+        [projectFloor(databaseLabel), { path: `/v4/projects/${projectId}`, headers: bearer }, [V4_SINGLE_GETS[1]]],
+        ...(databaseLabel === 'PostgreSQL' ? [[v1Floor(databaseLabel), { path: `/v1-floor/user.php/${legacy.signer.userId}` }, v1Cases] as const] : []),
       ] as const) {
-        if (!wanted(forCase)) continue;
+        if (!forCases.some(wanted) || !references.has(referenceWithBearer(databaseLabel))) continue;
         process.stderr.write(`${name}…\n`);
-        rows.push(await floorOnProjects(name, load));
+        rows.push(await floorOnServiceData(name, load));
       }
       // The bulk-POST floor is measured only around its case, in slices: a row of its own before the
       // cases would add ~300,000 projects to the user's, which the 250-item page counts.
@@ -359,7 +364,7 @@ async function engramLists(server: Running): Promise<Row[]> {
   const probe = await fetch(`${server.url}/v1/engram.php`);
   await probe.arrayBuffer();
   const etag = probe.headers.get('etag') ?? undefined;
-  for (const item of engramListLoads(etag)) {
+  for (const item of engramListLoads(etag, databaseLabel)) {
     if (!wanted(item.name)) continue;
     process.stderr.write(`${item.name}…\n`);
     if (item.name.includes('If-None-Match') && !etag) {
@@ -409,6 +414,7 @@ function shortName(row: string): string {
   if (row === referenceWithBearer(databaseLabel)) return 'reference + bearer';
   if (row === pageFloor(databaseLabel)) return 'page floor';
   if (row === projectFloor(databaseLabel)) return 'single-GET floor';
+  if (row === v1Floor(databaseLabel)) return 'v1 floor';
   if (row === bulkPostFloor(databaseLabel)) return 'bulk-POST floor';
   return row.slice(0, row.indexOf(':')).replace('node-oidc-provider 9 ', '');
 }
@@ -431,7 +437,19 @@ function verdictOf(target: Target, row: Row, value: number, byName: Map<string, 
     }
     case 'beside floor': {
       const around = row.around?.[target.of];
-      return around ? `${shortName(target.of)} around it ${around} req/s (${(value / around).toFixed(2)} × it)` : undefined;
+      if (!around) return undefined;
+      // The floor against the reference the case is judged by, both measured around the case: where
+      // the floor itself falls short of the target, the target is out of reach of the required work.
+      const reach = (ok: boolean) => (ok ? 'within' : 'out of');
+      const judgedBy = row.targets?.find((other) => other.kind === 'of reference' || other.kind === 'req/s');
+      const reference = judgedBy?.kind === 'of reference' ? row.around?.[judgedBy.of] : undefined;
+      const floorReach =
+        judgedBy?.kind === 'req/s'
+          ? `; ${judgedBy.value} req/s is ${reach(around >= judgedBy.value)} the floor's reach`
+          : judgedBy && reference
+            ? `; the floor ${(around / reference).toFixed(2)} × ${shortName(judgedBy.of)}: ${judgedBy.value} × is ${reach(around / reference >= judgedBy.value)} its reach`
+            : '';
+      return `${shortName(target.of)} around it ${around} req/s (${(value / around).toFixed(2)} × it${floorReach})`;
     }
     case 'req/s':
       return `≥ ${target.value} req/s: ${met(value >= target.value)}`;
