@@ -11,7 +11,8 @@
 // defaults, so this script's ratios were not the bench's). Every server runs on the same SQLite
 // database. The v4 cases are compared with the second reference (floor-server.ts with
 // FLOOR_BEARER_DATABASE: the bearer-token lookup besides), the others with the first; the
-// 250-item page (`page`) with that reference's own page, the page floor. On a shared
+// 250-item page (`page`) with that reference's own page, the page floor; with --database the v1
+// cases also with the v1 floor (the reference's lookup on the service's users table). On a shared
 // machine req/s ratios move a lot between runs; the CPU time per request moves much less and is
 // what a change to the per-request work changes. Linux only (/proc).
 // Two builds are compared fairly: the data is made by a server process of its own (dist/), which
@@ -136,8 +137,11 @@ try {
   const floor = await startProcess('./bench/floor-server.ts', {}, FLOOR_PATH);
   running.push(floor);
   const v4 = wanted.some((name) => name.startsWith('v4') || name === 'page');
+  // On PostgreSQL the v1 cases are also measured against the v1 floor (floor-server.ts): the
+  // reference's lookup made on the service's users table, the one round trip a v1 GET makes there.
+  const v1OnPostgres = schema ? wanted.filter((name) => ['user', 'engram', 'download', '304'].includes(name)) : [];
   // Through startServer: its PostgreSQL backends' CPU counts as well.
-  const floorBearer = v4 ? await startServer('./bench/floor-server.ts', { FLOOR_BEARER_DATABASE: databaseUrl }, FLOOR_PATH) : undefined;
+  const floorBearer = v4 || v1OnPostgres.length > 0 ? await startServer('./bench/floor-server.ts', { FLOOR_BEARER_DATABASE: databaseUrl }, FLOOR_PATH) : undefined;
   if (floorBearer) running.push(floorBearer);
   const bearer = { authorization: `Bearer ${secrets.accessToken}` };
   const probe = await fetch(`${service.url}/v1/engram.php`);
@@ -196,8 +200,16 @@ try {
       perRound.set('page\tfloor', [...(perRound.get('page\tfloor') ?? []), pageFloor.cpuUs]);
       if (pageFloor.pgUs !== undefined) withBackends.set('page\tfloor', [...(withBackends.get('page\tfloor') ?? []), pageFloor.cpuUs + pageFloor.pgUs]);
     }
+    const v1Floor = floorBearer && v1OnPostgres.length > 0 ? await measureCpu(floorBearer, { path: `/v1-floor/user.php/${legacy?.signer.userId}` }) : undefined;
+    if (v1Floor) {
+      console.log(`  v1 floor ${v1Floor.requestsPerSecond} req/s, ${v1Floor.cpuUs.toFixed(0)} µs/request, pg ${v1Floor.pgUs!.toFixed(0)} µs`);
+      for (const name of v1OnPostgres) {
+        perRound.set(`${name}\tfloor`, [...(perRound.get(`${name}\tfloor`) ?? []), v1Floor.cpuUs]);
+        withBackends.set(`${name}\tfloor`, [...(withBackends.get(`${name}\tfloor`) ?? []), v1Floor.cpuUs + v1Floor.pgUs!]);
+      }
+    }
     for (const name of wanted) {
-      const reference = name === 'page' && pageFloor ? pageFloor : name.startsWith('v4') && withBearer ? withBearer : plain;
+      const reference = name === 'page' && pageFloor ? pageFloor : v1Floor && v1OnPostgres.includes(name) ? v1Floor : name.startsWith('v4') && withBearer ? withBearer : plain;
       const parts: string[] = [];
       for (const [label, server] of serversOf(name, round)) {
         const figures = await measureCpu(server, cases[name]!);
@@ -219,7 +231,7 @@ try {
   };
   console.log(`medians over ${values.rounds} rounds, µs of server CPU per request${earlier ? ' (the builds alternated going first)' : ''}:`);
   for (const name of wanted) {
-    // The page floor, where the page was measured, first.
+    // The page floor or the v1 floor, where one was measured, first.
     const labels = [...(perRound.has(`${name}\tfloor`) ? ['floor'] : []), ...serversOf(name).map(([label]) => label)];
     const parts = labels.map((label) => `${label} ${median(perRound.get(`${name}\t${label}`) ?? [NaN]).toFixed(1)}`);
     const [beforeUs, serviceUs] = [perRound.get(`${name}\tbefore`), perRound.get(`${name}\tservice`)];

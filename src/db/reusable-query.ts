@@ -10,13 +10,21 @@ interface Template<R> {
   compiled: CompiledQuery<R>;
   /** A SELECT that writes nothing: on the root instance it runs through Database.selectRows, others through Database.writeRows. */
   select: boolean;
-  /** No list parameter, or lists of a bounded set of lengths (`boundedLists`): the text is one of a bounded set, worth a prepared statement (see Database.selectRows, keepPrepared). */
+  /** No list parameter longer than PREPARED_LIST_LENGTH, or lists of a bounded set of lengths (`boundedLists`): the text is one of a bounded set, worth a prepared statement (see Database.selectRows, keepPrepared). */
   prepared: boolean;
   /** Per parameter of the SQL: where its value comes from (a param, an element of a list param) or a constant. */
   slots: Array<{ param: string; index?: number } | { constant: unknown }>;
 }
 
 const MARKER = '\u0000param:';
+
+/**
+ * Lists up to this long still make a prepared statement: a query then has at most 2^lists texts of
+ * that kind. A GET of one id (`/v1/user.php/<id>`, the usual call) is a list of one, and on
+ * PostgreSQL an unprepared statement is parsed and planned on every run: the engram GET's join cost
+ * the database 280 µs a request that way, against ~50 for a prepared lookup.
+ */
+const PREPARED_LIST_LENGTH = 1;
 
 /**
  * A query that is built and compiled once per shape (per dialect, per form, and per length of
@@ -35,8 +43,9 @@ const MARKER = '\u0000param:';
  * of `build` and of each call; `formKey` names each form (equal keys, equal forms), so one
  * reusableQuery keeps the compiled statements of all its forms.
  *
- * A query with list params runs unprepared (each length is a text of its own) unless `boundedLists`
- * says their lengths come from a small set, as an INSERT's row count does (class-queries.ts).
+ * A query with a list param longer than PREPARED_LIST_LENGTH runs unprepared (each length is a text
+ * of its own) unless `boundedLists` says their lengths come from a small set, as an INSERT's row
+ * count does (class-queries.ts).
  */
 export function reusableQuery<P extends Params, R, F = undefined>(
   build: (db: Kysely<Schema>, params: P, form: F) => Compilable<R>,
@@ -79,8 +88,10 @@ export function reusableQuery<P extends Params, R, F = undefined>(
   function templateOfShape(db: Kysely<Schema>, dialect: Dialect, params: P, form: F): Template<R> {
     // The shape, without allocating for the common case of no list parameter.
     let shape = formKey ? `${formKey(form)}|` : '';
+    let longestList = 0;
     for (const name in params) {
       const value = params[name];
+      if (Array.isArray(value)) longestList = Math.max(longestList, value.length);
       shape += Array.isArray(value) ? `${name}[${value.length}],` : `${name},`;
     }
     let byShape = templates.get(dialect);
@@ -104,7 +115,7 @@ export function reusableQuery<P extends Params, R, F = undefined>(
     const known = new Set(Object.values(markers as Record<string, string | string[]>).flat());
     const transformed = compiled.parameters.some((value) => typeof value === 'string' && value.includes(MARKER) && !known.has(value));
     if (transformed || expected.some((marker) => !used.has(marker))) throw new Error(`reusableQuery: a parameter was transformed or dropped in ${compiled.sql}`);
-    found = { compiled, select: readsOnly(compiled.query), prepared: options.boundedLists === true || !shape.includes('['), slots };
+    found = { compiled, select: readsOnly(compiled.query), prepared: options.boundedLists === true || longestList <= PREPARED_LIST_LENGTH, slots };
     if (found.prepared) keepPrepared(compiled.sql);
     byShape.set(shape, found);
     return found;

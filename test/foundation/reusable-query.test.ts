@@ -103,6 +103,26 @@ describe('reusableQuery', () => {
     assert.deepEqual(stored, made.map((user_id) => ({ user_id, public_key: 'bounded' })));
   });
 
+  test('on PostgreSQL a list of one value runs as a named statement, a longer list as an unnamed one', async () => {
+    const usersSince = reusableQuery((kysely: Kysely<Schema>, { among, since }: { among: readonly string[]; since: number }) =>
+      kysely.selectFrom('users').select('user_id').where('user_id', 'in', among).where('created_at', '>=', since).orderBy('user_id'),
+    );
+    const { one, three, texts } = await db.transaction().execute(async (trx) => {
+      const one = await usersSince(trx, { among: [ids[1]!], since: 0 });
+      const three = await usersSince(trx, { among: ids, since: 0 });
+      if (dialectOf(db) !== 'postgres') return { one, three, texts: undefined };
+      // The session's named statements: the transaction holds one connection.
+      const texts = (await sql<{ statement: string }>`select statement from pg_prepared_statements`.execute(trx)).rows.map((row) => row.statement);
+      return { one, three, texts };
+    });
+    assert.deepEqual(one, [{ user_id: ids[1] }]);
+    assert.deepEqual(three, ids.map((user_id) => ({ user_id })));
+    if (texts) {
+      const named = texts.filter((text) => text.startsWith('select "user_id" from "users" where "user_id" in (') && text.includes('"created_at" >='));
+      assert.deepEqual(named, ['select "user_id" from "users" where "user_id" in ($1) and "created_at" >= $2 order by "user_id"'], `named statements: ${texts.join('; ')}`);
+    }
+  });
+
   test('a parameter used for anything but its value is refused when the query is first built', async () => {
     const transformed = reusableQuery((kysely: Kysely<Schema>, { id }: { id: string }) => kysely.selectFrom('users').select('user_id').where('user_id', '=', `${id}-suffix`));
     await assert.rejects(transformed(db, { id: ids[0]! }), /a parameter was transformed or dropped/);
