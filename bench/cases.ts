@@ -153,7 +153,8 @@ export function standardCases(legacy: LegacyData, secrets: Secrets, projectId: s
       targets: peerTargets(database, 'refresh_token grant'),
       load: { method: 'POST', path: '/v4/login', headers: form, next: () => ({ body: tokenBody({ grant_type: 'refresh_token', refresh_token: nextRefresh() }) }) },
     },
-    { name: V4_SINGLE_GETS[0], targets: referenceBearer, load: { path: '/v4/user', headers: bearer } },
+    // /v4/user reads the caller's row after the bearer lookup, as /v4/projects/<id> reads the project: the same floor beside both.
+    { name: V4_SINGLE_GETS[0], targets: [...referenceBearer, { kind: 'beside floor', of: projectFloor(database) }], load: { path: '/v4/user', headers: bearer } },
     { name: V4_SINGLE_GETS[1], targets: [...referenceBearer, { kind: 'beside floor', of: projectFloor(database) }], load: { path: `/v4/projects/${projectId}`, headers: bearer } },
     { name: V4_PAGE, targets: [{ kind: 'req/s', value: 1500 }, { kind: 'beside floor', of: pageFloor(database) }], load: { path: PAGE_PATH, headers: bearer } },
     { name: V4_BULK_POST, targets: [{ kind: 'req/s', value: 150 }, ...(database === 'PostgreSQL' ? [{ kind: 'beside floor' as const, of: bulkPostFloor(database) }] : [])], load: bulkPostLoad(secrets.accessToken) },

@@ -327,7 +327,7 @@ async function runStandard(): Promise<Row[]> {
       const v1Cases = [...V1_GETS, V1_NOT_MODIFIED];
       for (const [name, load, forCases] of [
         [pageFloor(databaseLabel), { path: PAGE_PATH, headers: bearer }, [V4_PAGE]],
-        [projectFloor(databaseLabel), { path: `/v4/projects/${projectId}`, headers: bearer }, [V4_SINGLE_GETS[1]]],
+        [projectFloor(databaseLabel), { path: `/v4/projects/${projectId}`, headers: bearer }, V4_SINGLE_GETS],
         ...(databaseLabel === 'PostgreSQL' ? [[v1Floor(databaseLabel), { path: `/v1-floor/user.php/${legacy.signer.userId}` }, v1Cases] as const] : []),
       ] as const) {
         if (!forCases.some(wanted) || !references.has(referenceWithBearer(databaseLabel))) continue;
