@@ -34,6 +34,13 @@ export const V1_NOT_MODIFIED = 'v1 GET /v1/engram.php (10,000 engrams), If-None-
  * the service makes at least that one round trip there; shown beside the v1 cases, not judged.
  */
 export const v1Floor = (database: Database) => `v1 floor: the reference looking up the user in the service's own database by a raw statement (${database})`;
+/** The v1 cases judged against the reference (and on PostgreSQL shown beside the v1 floor). */
+export const V1_JUDGED = [...V1_GETS, V1_NOT_MODIFIED];
+/** A v1 GET's targets: 0.8 × the reference, and on PostgreSQL the v1 floor beside it. */
+const v1Targets = (database: Database): Target[] => [
+  { kind: 'of reference', value: 0.8, of: REFERENCE },
+  ...(database === 'PostgreSQL' ? [{ kind: 'beside floor' as const, of: v1Floor(database) }] : []),
+];
 
 /** The 250-item page, and its floor: the reference + bearer serving the page by raw statements (floor-server.ts). */
 export const V4_PAGE = 'v4 GET /v4/projects (250-item page)';
@@ -173,12 +180,6 @@ const bulkProjects = (ids: 'server' | 'client') =>
   JSON.stringify(Array.from({ length: 250 }, (_, n) => ({ ...(ids === 'client' ? { projectId: randomUUID() } : {}), title: `Bulk ${n}`, description: 'bench' })));
 
 /** The full engram list (10,000 engrams): as is, compressed, and revalidated by its ETag. */
-/** A v1 GET's targets: 0.8 × the reference, and on PostgreSQL the v1 floor beside it. */
-export const v1Targets = (database: Database): Target[] => [
-  { kind: 'of reference', value: 0.8, of: REFERENCE },
-  ...(database === 'PostgreSQL' ? [{ kind: 'beside floor' as const, of: v1Floor(database) }] : []),
-];
-
 export function engramListLoads(etag: string | undefined, database: Database): Case[] {
   return [
     // The two full bodies (5 MB, 400 KB) are fetched by a plain node:http client: autocannon's own

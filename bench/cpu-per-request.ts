@@ -182,6 +182,12 @@ try {
   const perRound = new Map<string, number[]>();
   /** The same plus the CPU of the server's PostgreSQL backends (with --database). */
   const withBackends = new Map<string, number[]>();
+  /** Adds a round's figures of one server in one case to perRound and withBackends. */
+  const record = (name: string, label: string, figures: { cpuUs: number; pgUs?: number }) => {
+    const key = `${name}\t${label}`;
+    perRound.set(key, [...(perRound.get(key) ?? []), figures.cpuUs]);
+    if (figures.pgUs !== undefined) withBackends.set(key, [...(withBackends.get(key) ?? []), figures.cpuUs + figures.pgUs]);
+  };
   // Warm-up: every server JIT-compiles its paths before anything is counted.
   await measure(floor.url, { path: FLOOR_PATH }, { seconds: 1, connections });
   if (floorBearer) await measure(floorBearer.url, { path: FLOOR_PATH, headers: bearer }, { seconds: 1, connections });
@@ -197,25 +203,19 @@ try {
     const pageFloor = floorBearer && wanted.includes('page') ? await measureCpu(floorBearer, cases.page!) : undefined;
     if (pageFloor) {
       console.log(`  page floor ${pageFloor.requestsPerSecond} req/s, ${pageFloor.cpuUs.toFixed(0)} µs/request${pageFloor.pgUs === undefined ? '' : `, pg ${pageFloor.pgUs.toFixed(0)} µs`}`);
-      perRound.set('page\tfloor', [...(perRound.get('page\tfloor') ?? []), pageFloor.cpuUs]);
-      if (pageFloor.pgUs !== undefined) withBackends.set('page\tfloor', [...(withBackends.get('page\tfloor') ?? []), pageFloor.cpuUs + pageFloor.pgUs]);
+      record('page', 'floor', pageFloor);
     }
     const v1Floor = floorBearer && v1OnPostgres.length > 0 ? await measureCpu(floorBearer, { path: `/v1-floor/user.php/${legacy?.signer.userId}` }) : undefined;
     if (v1Floor) {
       console.log(`  v1 floor ${v1Floor.requestsPerSecond} req/s, ${v1Floor.cpuUs.toFixed(0)} µs/request, pg ${v1Floor.pgUs!.toFixed(0)} µs`);
-      for (const name of v1OnPostgres) {
-        perRound.set(`${name}\tfloor`, [...(perRound.get(`${name}\tfloor`) ?? []), v1Floor.cpuUs]);
-        withBackends.set(`${name}\tfloor`, [...(withBackends.get(`${name}\tfloor`) ?? []), v1Floor.cpuUs + v1Floor.pgUs!]);
-      }
+      for (const name of v1OnPostgres) record(name, 'floor', v1Floor);
     }
     for (const name of wanted) {
       const reference = name === 'page' && pageFloor ? pageFloor : v1Floor && v1OnPostgres.includes(name) ? v1Floor : name.startsWith('v4') && withBearer ? withBearer : plain;
       const parts: string[] = [];
       for (const [label, server] of serversOf(name, round)) {
         const figures = await measureCpu(server, cases[name]!);
-        const key = `${name}\t${label}`;
-        perRound.set(key, [...(perRound.get(key) ?? []), figures.cpuUs]);
-        if (figures.pgUs !== undefined) withBackends.set(key, [...(withBackends.get(key) ?? []), figures.cpuUs + figures.pgUs]);
+        record(name, label, figures);
         const ratio = (figures.requestsPerSecond / reference.requestsPerSecond).toFixed(2);
         // The reference's CPU per request over ours: what the req/s ratio would be on a machine where CPU is the bound.
         const cpuRatio = (reference.cpuUs / Math.max(1, figures.cpuUs)).toFixed(2);

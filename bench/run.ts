@@ -16,8 +16,7 @@ import {
   PAGE_PATH,
   PEER_ROW_PREFIX,
   REFERENCE,
-  V1_GETS,
-  V1_NOT_MODIFIED,
+  V1_JUDGED,
   V4_BULK_POST,
   V4_PAGE,
   V4_SINGLE_GETS,
@@ -295,7 +294,7 @@ async function runStandard(): Promise<Row[]> {
     process.stderr.write('minting codes and refresh tokens…\n');
     const secrets = await mintSecrets(databaseUrl, grantsWanted ? SECRETS_PER_SERVER : 10);
     const rows: Row[] = [];
-    if ([referenceWithBearer(databaseLabel), ...V4_SINGLE_GETS, V4_PAGE, V4_BULK_POST, ...(databaseLabel === 'PostgreSQL' ? [...V1_GETS, V1_NOT_MODIFIED] : [])].some(wanted)) {
+    if ([referenceWithBearer(databaseLabel), ...V4_SINGLE_GETS, V4_PAGE, V4_BULK_POST, ...(databaseLabel === 'PostgreSQL' ? V1_JUDGED : [])].some(wanted)) {
       process.stderr.write(`${referenceWithBearer(databaseLabel)}…\n`);
       rows.push(await floor({ databaseUrl, accessToken: secrets.accessToken }));
     }
@@ -324,11 +323,10 @@ async function runStandard(): Promise<Row[]> {
       const legacy = await legacyData(server.url, workshop, 10_000);
       const projectId = await projects(server.url, secrets.accessToken, 300);
       const bearer = { authorization: `Bearer ${secrets.accessToken}` };
-      const v1Cases = [...V1_GETS, V1_NOT_MODIFIED];
       for (const [name, load, forCases] of [
         [pageFloor(databaseLabel), { path: PAGE_PATH, headers: bearer }, [V4_PAGE]],
         [projectFloor(databaseLabel), { path: `/v4/projects/${projectId}`, headers: bearer }, V4_SINGLE_GETS],
-        ...(databaseLabel === 'PostgreSQL' ? [[v1Floor(databaseLabel), { path: `/v1-floor/user.php/${legacy.signer.userId}` }, v1Cases] as const] : []),
+        ...(databaseLabel === 'PostgreSQL' ? [[v1Floor(databaseLabel), { path: `/v1-floor/user.php/${legacy.signer.userId}` }, V1_JUDGED] as const] : []),
       ] as const) {
         if (!forCases.some(wanted) || !references.has(referenceWithBearer(databaseLabel))) continue;
         process.stderr.write(`${name}…\n`);

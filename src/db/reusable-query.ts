@@ -91,8 +91,10 @@ export function reusableQuery<P extends Params, R, F = undefined>(
     let longestList = 0;
     for (const name in params) {
       const value = params[name];
-      if (Array.isArray(value)) longestList = Math.max(longestList, value.length);
-      shape += Array.isArray(value) ? `${name}[${value.length}],` : `${name},`;
+      if (Array.isArray(value)) {
+        longestList = Math.max(longestList, value.length);
+        shape += `${name}[${value.length}],`;
+      } else shape += `${name},`;
     }
     let byShape = templates.get(dialect);
     if (!byShape) templates.set(dialect, (byShape = new Map()));
