@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { requireScopes } from '../http/bearer-auth.ts';
 import { badRequest, notFound } from '../http/errors.ts';
 import { errorResponses } from '../http/openapi-schemas.ts';
+import { textBody } from '../http/text-body.ts';
 import { isUuid } from '../http/uuid.ts';
 import type { AliasDefinition, ClassDefinition, Row } from './definition.ts';
 import { bulkDeleteSchema, idParamsSchema, instanceSchema, listQuerySchema, listSchema, MAX_PAGE_SIZE, postSchema, writeResultSchema, writeSchema } from './schemas.ts';
@@ -11,12 +12,11 @@ type IdRequest = FastifyRequest<{ Params: { id: string }; Body: Row }>;
 
 /**
  * Sends JSON text written by the class's instance writer (see json-writer.ts): what the route's
- * response schema would make of the answer, so its serializer is not run again. As one Buffer:
- * its length is known and the socket writes it as is, where a long string was measured, encoded
- * and written in pieces.
+ * response schema would make of the answer, so its serializer is not run again (a string when
+ * short, one Buffer when long: see textBody).
  */
 function sendJson(reply: FastifyReply, text: string): FastifyReply {
-  return reply.type('application/json; charset=utf-8').send(Buffer.from(text));
+  return reply.type('application/json; charset=utf-8').send(textBody(text));
 }
 
 /** Serves every operation of the spec's table for one declared class, under the v4 API scope. */

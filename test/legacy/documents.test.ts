@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID, sign } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { NotAJsonArrayError, splitJsonArray } from '../../src/legacy/documents/json-elements.ts';
+import { STRING_BODY_LIMIT } from '../../src/http/text-body.ts';
 import { basicAuth, newUser, signedHeaders, textToSign, type TestUser } from '../helpers/keys.ts';
 import { startServer, TEST_HOST, type Reply, type TestServer } from '../helpers/server.ts';
 
@@ -305,6 +306,25 @@ describe('GET /v1/document.php/<id>', () => {
     assert.equal((await metadata(created.document_id)).download_count, 1);
     assert.equal((await server.request('GET', `/v1/document.php/${created.document_id.toUpperCase()}`)).status, 200);
     assert.equal((await metadata(created.document_id)).download_count, 2);
+  });
+
+  test('content shorter and longer than the string-answer limit downloads byte for byte, coded or not', async () => {
+    const user = await register();
+    for (const length of [2_000, STRING_BODY_LIMIT + 1_000]) {
+      const id = randomUUID();
+      // Characters of one, two, three and four UTF-8 bytes (the last a surrogate pair): the length in bytes is not the string's.
+      const raw = JSON.stringify(content({ Identifier: id, Description: 'aé日\u{1F480}'.repeat(Math.ceil(length / 5)) }));
+      assert.ok(raw.length > length);
+      assert.equal((await post(user, raw)).status, 200);
+      for (const coding of ['identity', 'br']) {
+        const download = await fetch(`${server.url}/v1/document.php/${id}`, { headers: { 'accept-encoding': coding } });
+        assert.equal(download.status, 200);
+        const bytes = Buffer.from(await download.arrayBuffer());
+        assert.deepEqual(bytes, Buffer.from(raw, 'utf8'), `${length} characters, ${coding}`);
+        if (coding === 'identity') assert.equal(download.headers.get('content-length'), String(Buffer.byteLength(raw)));
+        else assert.equal(download.headers.get('content-encoding'), 'br');
+      }
+    }
   });
 
   test('200 concurrent downloads raise download_count by exactly 200', async () => {

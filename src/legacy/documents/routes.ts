@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Config } from '../../config.ts';
 import { ApiError, badRequest, forbidden, notFound } from '../../http/errors.ts';
 import { isUuid, normalizeUuid } from '../../http/uuid.ts';
+import { textBody } from '../../http/text-body.ts';
 import { requireSignature } from '../authenticate.ts';
 import { readJsonBody, readTextList, splitList } from '../body.ts';
 import { splitJsonArray } from './json-elements.ts';
@@ -221,7 +222,7 @@ export async function documentRoutes(v1: FastifyInstance): Promise<void> {
       .header('content-type', 'application/octet-stream')
       .header('content-disposition', `attachment; filename="${downloadFilename(document.name, id)}"`)
       .header('cache-control', 'no-store')
-      .send(Buffer.from(document.content, 'utf8'));
+      .send(textBody(document.content));
   });
 
   v1.post('/document.php', { preHandler: requireSignature, schema: v1Docs.saveDocuments }, async (request) => {
