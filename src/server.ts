@@ -4,6 +4,7 @@ import pino from 'pino';
 import { buildApp, prepareSchema } from './app.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { openDatabase } from './db/connection.ts';
+import { batchedLogDestination } from './http/log-destination.ts';
 import { serveClusterMetrics } from './http/metrics.ts';
 import { loadSecretsKey } from './secrets/secrets-key.ts';
 
@@ -11,8 +12,8 @@ import { loadSecretsKey } from './secrets/secrets-key.ts';
 const SHUTDOWN = 'content-service:shutdown';
 /** How long the primary waits for its workers to drain before it gives up on them. */
 const DRAIN_MS = 15_000;
-/** Log lines are written in batches of this many bytes, and at least this often. */
-const LOG_WRITE_BYTES = 4096;
+/** Log lines are written in batches of about this many characters, and at least this often. */
+const LOG_BATCH_CHARS = 4096;
 const LOG_FLUSH_MS = 250;
 
 async function main(): Promise<void> {
@@ -37,9 +38,9 @@ async function main(): Promise<void> {
 async function serve(config: Config, { worker, secretsKey }: { worker: boolean; secretsKey: ReturnType<typeof loadSecretsKey> }): Promise<void> {
   // Asynchronous writes of 4 KiB of lines at a time (or what a quarter of a second gathered) instead
   // of a write() per line or burst: each write is a round trip through libuv's thread pool, which
-  // cost a single-object GET as much as its database lookup. pino flushes what is pending when the
-  // process exits (a process killed outright loses at most those lines).
-  const logStream = pino.destination({ dest: 1, sync: false, minLength: LOG_WRITE_BYTES, periodicFlush: LOG_FLUSH_MS });
+  // cost a single-object GET as much as its database lookup. What is pending is written when the
+  // process exits (a process killed outright loses at most those lines). See log-destination.ts.
+  const logStream = batchedLogDestination({ fd: 1, batchChars: LOG_BATCH_CHARS, flushMs: LOG_FLUSH_MS });
   const app = await buildApp({ config, logStream, migrate: !worker, secretsKey });
   let closing = false;
   const closer = closeWithGrace({ delay: 10_000, ...(worker ? { skip: ['SIGINT'] } : {}) }, async ({ signal, err }) => {

@@ -188,6 +188,39 @@ describe('the compiled server with WORKERS=1', { timeout: 120_000 }, () => {
     assert.deepEqual(await single.exited, { code: 0, signal: null });
   });
 
+  test('writes every log line once and in order: batches under load, a lone line within the flush interval, the rest at exit', async () => {
+    const single = await startCluster({ WORKERS: '1', LOG_LEVEL: 'info' });
+    const requestLines = () =>
+      single
+        .output()
+        .split('\n')
+        .filter((line) => line.includes('"msg":"request"'))
+        .map((line) => JSON.parse(line).path as string);
+    // Far more than one batch (4 KiB) of lines, sent ten at a time.
+    const paths = Array.from({ length: 400 }, (_, index) => `/nothing-${index}`);
+    for (let start = 0; start < paths.length; start += 10) {
+      await Promise.all(paths.slice(start, start + 10).map((path) => send(single.url, 'GET', path)));
+    }
+    // A lone line is written by the periodic flush (a quarter second), not held until the next batch.
+    await send(single.url, 'GET', '/lone');
+    const deadline = Date.now() + 2_000;
+    while (!requestLines().includes('/lone') && Date.now() < deadline) await new Promise((done) => setTimeout(done, 20));
+    assert.ok(requestLines().includes('/lone'), 'the lone request line was not written within 2 s');
+    // Lines still waiting when the process stops are written before it exits.
+    await Promise.all(['/last-1', '/last-2', '/last-3'].map((path) => send(single.url, 'GET', path)));
+    single.child.kill('SIGTERM');
+    assert.deepEqual(await single.exited, { code: 0, signal: null });
+    const logged = requestLines();
+    const batchOf = (path: string) => Math.floor(Number(path.slice('/nothing-'.length)) / 10);
+    const loaded = logged.slice(0, paths.length);
+    assert.deepEqual([...loaded].sort((a, b) => batchOf(a) - batchOf(b) || a.localeCompare(b)), [...paths].sort((a, b) => batchOf(a) - batchOf(b) || a.localeCompare(b)), 'every request line once');
+    assert.ok(loaded.every((path, index) => index === 0 || batchOf(loaded[index - 1]!) <= batchOf(path)), 'the lines of each batch of requests come after the batch before');
+    assert.equal(logged[paths.length], '/lone');
+    assert.deepEqual(logged.slice(paths.length + 1).sort(), ['/last-1', '/last-2', '/last-3']);
+    const lines = single.output().trimEnd().split('\n');
+    assert.ok(lines.findIndex((line) => line.includes('"msg":"shutting down"')) > lines.map((line) => line.includes('"path":"/last-')).lastIndexOf(true), 'the shutdown line comes after the last request lines');
+  });
+
   test('sends mail: nodemailer, left out of the bundle, loads from node_modules on first use', async () => {
     const mailbox = await startMailbox();
     const single = await startCluster({ WORKERS: '1', SMTP_URL: mailbox.url });
