@@ -7,6 +7,7 @@ import { openDatabase } from './db/connection.ts';
 import { batchedLogDestination } from './http/log-destination.ts';
 import { serveClusterMetrics } from './http/metrics.ts';
 import { loadSecretsKey } from './secrets/secrets-key.ts';
+import { warmUpTickQueue } from './tick-warm-up.ts';
 
 /** Sent by the primary to a worker: finish the requests in flight and exit. */
 const SHUTDOWN = 'content-service:shutdown';
@@ -36,6 +37,7 @@ async function main(): Promise<void> {
 
 /** One server process: the only one (WORKERS=1) or a worker of the cluster sharing the port. */
 async function serve(config: Config, { worker, secretsKey }: { worker: boolean; secretsKey: ReturnType<typeof loadSecretsKey> }): Promise<void> {
+  await warmUpTickQueue();
   // Asynchronous writes of 4 KiB of lines at a time (or what a quarter of a second gathered) instead
   // of a write() per line or burst: each write is a round trip through libuv's thread pool, which
   // cost a single-object GET as much as its database lookup. What is pending is written when the
