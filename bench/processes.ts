@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { closeSync, openSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 
 export interface Running {
@@ -73,14 +73,17 @@ export function productionStart(): { env: Record<string, string>; flags: string[
 export async function startProcess(entry: string, env: Record<string, string>, probePath = '/', flags: string[] = [], startTimeoutMs = 30_000): Promise<Running> {
   const port = await freePort();
   // tsx runs the process as a child of its own; spawning node with tsx's loader keeps one process to measure.
-  // BENCH_NODE_ARGS passes flags to the measured processes, e.g. --cpu-prof to see where time goes.
+  // BENCH_NODE_ARGS passes flags to the measured processes, e.g. --cpu-prof to see where time goes,
+  // and BENCH_STDOUT names a file for their standard output (what --trace-opt and the like print).
   const nodeArgs = [...flags, ...(process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [])];
   const loader = entry.endsWith('.ts') ? ['--import', 'tsx'] : [];
+  const stdout = process.env.BENCH_STDOUT ? openSync(process.env.BENCH_STDOUT, 'w') : undefined;
   const spawnedAt = performance.now();
   const child = spawn(process.execPath, [...nodeArgs, ...loader, entry], {
     env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' },
-    stdio: ['ignore', 'ignore', 'pipe'],
+    stdio: ['ignore', stdout ?? 'ignore', 'pipe'],
   });
+  if (stdout !== undefined) closeSync(stdout);
   let errors = '';
   child.stderr!.on('data', (chunk) => (errors = (errors + chunk).slice(-4000)));
   const url = `http://127.0.0.1:${port}`;
