@@ -34,7 +34,7 @@ export function batchedLogDestination(options: BatchedLogOptions): DestinationSt
       timer = undefined;
     }
     if (waiting.length === 0) return;
-    const batch = waiting.length === 1 ? waiting[0]! : waiting.join('');
+    const batch = waiting.join('');
     waiting = [];
     chars = 0;
     writer.write(batch);
