@@ -1,4 +1,4 @@
-// npx tsx bench/instructions-per-request.ts [--cases v4user,v4project,user] [--requests 2000] [--warm-up 30000]
+// npx tsx bench/instructions-per-request.ts [--cases v4user,v4project,user,engram,download] [--requests 2000] [--warm-up 30000]
 //   [--history] [<label>=<entry.js>[:<node flag>,<node flag>…] …]   (default: service=dist/server.js)
 //
 // Instructions per request, counted by valgrind's callgrind, of the main thread of the reference
@@ -64,7 +64,9 @@ try {
   const maker = await startProcess('dist/server.js', serviceEnv, '/healthz');
   let projectId: string;
   let userId: string;
+  let legacy: Awaited<ReturnType<typeof legacyData>>;
   try {
+    legacy = await legacyData(maker.url, workshop, 100, '900000099');
     projectId = await projects(maker.url, secrets.accessToken, 20);
     userId = ((await (await fetch(`${maker.url}/v4/user`, { headers: bearer })).json()) as { userId: string }).userId;
   } finally {
@@ -74,6 +76,8 @@ try {
     v4user: { path: '/v4/user', v4: true },
     v4project: { path: `/v4/projects/${projectId}`, v4: true },
     user: { path: `/v1/user.php/${userId}`, v4: false },
+    engram: { path: `/v1/engram.php/${legacy.engramUid}`, v4: false },
+    download: { path: `/v1/document.php/${legacy.documentId}`, v4: false },
   };
   for (const name of values.cases.split(',')) {
     const item = cases[name];
