@@ -1,4 +1,30 @@
-import { LogController, type FastifyReply, type FastifyRequest } from 'fastify';
+import { LogController, type FastifyBaseLogger, type FastifyReply, type FastifyRequest } from 'fastify';
+import { symbols, type Logger } from 'pino';
+
+type PinoInternals = Record<symbol, any>;
+/** Declared by pino at run time, not in its types. */
+const msgPrefixSym = (symbols as unknown as Record<string, symbol>).msgPrefixSym!;
+const INFO = 30;
+
+/**
+ * Writes a request's line as pino's info() would write it, the same text to the same stream, but
+ * without pino's loop over the object's keys: that loop's keyed loads see more than four names
+ * (the line has five), so V8 makes them megamorphic, ~15,000 instructions of every request (issue
+ * 21, callgrind; the line with four keys took 6 % fewer). pino exposes its symbols for such
+ * integrations. False, writing nothing, where the logger does more than format the line (a
+ * mixin, hooks, a message prefix, a stream that wants metadata): then info() writes it.
+ */
+function writeLine(log: FastifyBaseLogger, method: string, path: string, status: number, ms: number, ip: string): boolean {
+  const logger = log as unknown as PinoInternals;
+  const stream = logger[symbols.streamSym];
+  if (stream === undefined || stream[symbols.needsMetadataGsym] === true || logger[symbols.mixinSym] || logger[msgPrefixSym] || logger[symbols.hooksSym]?.streamWrite) return false;
+  if (!(log as unknown as Logger).isLevelEnabled('info')) return true;
+  stream.write(
+    `${logger[symbols.lsCacheSym][INFO]}${logger[symbols.timeSym]()}${logger[symbols.chindingsSym]},"method":${JSON.stringify(method)},"path":${JSON.stringify(path)},` +
+      `"status":${status},"ms":${Number.isFinite(ms) ? ms : null},"ip":${JSON.stringify(ip)},"msg":"request"${logger[symbols.endSym]}`,
+  );
+  return true;
+}
 
 /**
  * One log line per request, written when it completes: method, path (never the query, which
@@ -11,13 +37,10 @@ export class OneLinePerRequest extends LogController {
     if (this.isLogDisabled(request)) return;
     const { url } = request;
     const query = url.indexOf('?');
-    const line = {
-      method: request.method,
-      path: query === -1 ? url : url.slice(0, query),
-      status: reply.statusCode,
-      ms: Math.round(reply.elapsedTime * 10) / 10,
-      ip: request.ip,
-    };
+    const path = query === -1 ? url : url.slice(0, query);
+    const ms = Math.round(reply.elapsedTime * 10) / 10;
+    if (!error && writeLine(reply.log, request.method, path, reply.statusCode, ms, request.ip)) return;
+    const line = { method: request.method, path, status: reply.statusCode, ms, ip: request.ip };
     if (error) reply.log.error({ ...line, err: error }, 'request failed');
     else reply.log.info(line, 'request');
   }

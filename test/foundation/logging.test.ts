@@ -54,6 +54,21 @@ describe('one log line per request', () => {
     });
   }
 
+  test("the request line is the JSON pino writes: its fields in pino's order, nothing else on the line", async () => {
+    const before = server.logs.length;
+    const sentAt = Date.now();
+    const path = '/no%22th%5Cing';
+    const reply = await server.request('GET', path);
+    assert.equal(reply.status, 404);
+    const text = server.logs.slice(before).find((line) => line.includes(reply.headers.get('x-request-id')!))!;
+    const line = JSON.parse(text) as Record<string, unknown>;
+    assert.equal(text.trimEnd(), JSON.stringify(line));
+    assert.deepEqual(Object.keys(line), ['level', 'time', 'pid', 'hostname', 'reqId', 'method', 'path', 'status', 'ms', 'ip', 'msg']);
+    assert.equal(line.path, path);
+    assert.ok((line.time as number) >= sentAt && (line.time as number) <= Date.now());
+    assert.equal(line.pid, process.pid);
+  });
+
   test('each request gets its own id', async () => {
     const replies = await Promise.all(Array.from({ length: 5 }, () => server.request('GET', '/nothing')));
     const ids = replies.map((reply) => reply.headers.get('x-request-id'));
