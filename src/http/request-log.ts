@@ -14,7 +14,9 @@ const INFO = 30;
  * integrations. False, writing nothing, where the logger does more than format the line (a
  * mixin, hooks, a message prefix, a stream that wants metadata): then info() writes it.
  */
-function writeLine(log: FastifyBaseLogger, method: string, path: string, status: number, ms: number, ip: string): boolean {
+function writeLine(log: FastifyBaseLogger, method: string, path: string, status: number, ms: number, ip: string | undefined): boolean {
+  // A socket gone before the answer has no address: pino leaves the field out, info() does that.
+  if (typeof ip !== 'string') return false;
   const logger = log as unknown as PinoInternals;
   const stream = logger[symbols.streamSym];
   if (stream === undefined || stream[symbols.needsMetadataGsym] === true || logger[symbols.mixinSym] || logger[msgPrefixSym] || logger[symbols.hooksSym]?.streamWrite) return false;
