@@ -14,7 +14,7 @@ const INFO = 30;
  * integrations. False, writing nothing, where the logger does more than format the line (a
  * mixin, hooks, a message prefix, a stream that wants metadata): then info() writes it.
  */
-function writeLine(log: FastifyBaseLogger, method: string, path: string, status: number, ms: number, ip: string | undefined): boolean {
+export function writeRequestLine(log: FastifyBaseLogger, method: string, path: string, status: number, ms: number, ip: string | undefined): boolean {
   // A socket gone before the answer has no address: pino leaves the field out, info() does that.
   if (typeof ip !== 'string') return false;
   const logger = log as unknown as PinoInternals;
@@ -41,7 +41,7 @@ export class OneLinePerRequest extends LogController {
     const query = url.indexOf('?');
     const path = query === -1 ? url : url.slice(0, query);
     const ms = Math.round(reply.elapsedTime * 10) / 10;
-    if (!error && writeLine(reply.log, request.method, path, reply.statusCode, ms, request.ip)) return;
+    if (!error && writeRequestLine(reply.log, request.method, path, reply.statusCode, ms, request.ip)) return;
     const line = { method: request.method, path, status: reply.statusCode, ms, ip: request.ip };
     if (error) reply.log.error({ ...line, err: error }, 'request failed');
     else reply.log.info(line, 'request');

@@ -7,7 +7,8 @@ import { after, before, describe, test } from 'node:test';
 import { newUser, signedHeaders } from '../helpers/keys.ts';
 import { authorize, FormClient, newAccount, newApp, pkcePair, REDIRECT_URI, signedInTokens, tokenRequest } from '../helpers/oauth.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
-import { SECRET_KEYS } from '../../src/http/request-log.ts';
+import pino from 'pino';
+import { SECRET_KEYS, writeRequestLine } from '../../src/http/request-log.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -67,6 +68,17 @@ describe('one log line per request', () => {
     assert.equal(line.path, path);
     assert.ok((line.time as number) >= sentAt && (line.time as number) <= Date.now());
     assert.equal(line.pid, process.pid);
+  });
+
+  test("writeRequestLine writes pino's own text for the line, and leaves a logger with a mixin to info()", () => {
+    const written: string[] = [];
+    const logger = pino({ timestamp: () => ',"time":1' }, { write: (text: string) => void written.push(text) }).child({ reqId: 'r1' });
+    assert.equal(writeRequestLine(logger, 'GET', '/a"b\\c', 200, 1.5, '127.0.0.1'), true);
+    logger.info({ method: 'GET', path: '/a"b\\c', status: 200, ms: 1.5, ip: '127.0.0.1' }, 'request');
+    assert.equal(written.length, 2);
+    assert.equal(written[0], written[1]);
+    const mixed = pino({ mixin: () => ({ extra: 1 }) }, { write: () => {} });
+    assert.equal(writeRequestLine(mixed, 'GET', '/', 200, 1, '127.0.0.1'), false);
   });
 
   test('each request gets its own id', async () => {
