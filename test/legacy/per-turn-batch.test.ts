@@ -1,7 +1,8 @@
 /**
  * batchPerTurn (src/legacy/documents/per-turn-batch.ts), which counts the downloads of a document
- * arriving in one event-loop turn with one statement: calls of one turn run once per key with
- * their count, each call gets the answer of its own batch, and a failure reaches every caller of it.
+ * with one statement per batch: calls of one turn run once per key with their count, calls made
+ * while their key's batch runs wait for it and then run together, each call gets the answer of its
+ * own batch, and a failure reaches every caller of it.
  */
 import assert from 'node:assert/strict';
 import { setImmediate as nextTurn } from 'node:timers/promises';
@@ -26,7 +27,7 @@ describe('batchPerTurn', () => {
     assert.deepEqual(answers, [3, 1, 3, 3], 'each call is answered after its batch ran, with that batch\'s answer');
   });
 
-  test('a call made after its batch has started joins the next batch', async () => {
+  test('calls made while their key\'s batch runs wait for it, then run as one batch', async () => {
     const counts: number[] = [];
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
@@ -39,11 +40,32 @@ describe('batchPerTurn', () => {
     await nextTurn();
     await nextTurn();
     assert.deepEqual(counts, [2], 'the first batch is running');
-    const second = [add('k'), add('k'), add('k')];
+    const second = [add('k')];
+    await nextTurn();
+    second.push(add('k'));
+    await nextTurn();
+    second.push(add('k'));
+    await nextTurn();
+    await nextTurn();
+    assert.deepEqual(counts, [2], 'calls made over several turns while the first batch runs wait for it');
     release();
     assert.deepEqual(await Promise.all(first), [1, 1]);
     assert.deepEqual(await Promise.all(second), [2, 2, 2]);
     assert.deepEqual(counts, [2, 3]);
+  });
+
+  test('a running batch does not hold up another key', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const add = batchPerTurn(async (key: string, count: number) => {
+      if (key === 'slow') await gate;
+      return count;
+    });
+    const slow = add('slow');
+    await nextTurn();
+    assert.equal(await add('fast'), 1);
+    release();
+    assert.equal(await slow, 1);
   });
 
   test('a failing run rejects every call of its batch, and the next batch runs again', async () => {
