@@ -18,10 +18,11 @@ export function batchPerTurn<K, R>(run: (key: K, count: number) => Promise<R>): 
   /** Keys whose batch is running. */
   const running = new Set<K>();
 
+  // Scheduled once per gathering batch: by its first call when the key is idle, else when the
+  // key's running batch settles.
   function startAfterTurn(key: K) {
     setImmediate(() => {
-      const batch = gathering.get(key);
-      if (!batch || running.has(key)) return;
+      const batch = gathering.get(key)!;
       gathering.delete(key);
       running.add(key);
       let ran: Promise<R>;
