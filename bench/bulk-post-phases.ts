@@ -12,9 +12,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { registerAjvFormats } from '@fastify/type-provider-typebox';
 import BetterSqlite3 from 'better-sqlite3';
-import { sql } from 'kysely';
 import fastJson from 'fast-json-stringify';
+import { sql } from 'kysely';
 import { Compile } from 'typebox/compile';
 import { Project } from '../src/classes/project.ts';
 import { openDatabase } from '../src/db/connection.ts';
@@ -22,9 +23,14 @@ import { migrateToLatest } from '../src/db/migrate.ts';
 import type { Caller, Row } from '../src/rest/definition.ts';
 import { postSchema, writeResultSchema } from '../src/rest/schemas.ts';
 import { ClassStore } from '../src/rest/store.ts';
-import { registerAjvFormats } from '@fastify/type-provider-typebox';
 
-const { values } = parseArgs({ options: { posts: { type: 'string', default: '40' }, rows: { type: 'string', default: '50000' }, database: { type: 'string' } } });
+const { values } = parseArgs({
+  options: {
+    posts: { type: 'string', default: '40' },
+    rows: { type: 'string', default: '50000' },
+    database: { type: 'string' },
+  },
+});
 
 const spent = new Map<string, number>();
 const add = (key: string, ms: number) => spent.set(key, (spent.get(key) ?? 0) + ms);
@@ -43,18 +49,30 @@ for (const method of ['run', 'all', 'get'] as const) {
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'bulk-phases-'));
-const database = openDatabase(values.database ? { kind: 'postgres', url: values.database } : { kind: 'sqlite', path: join(dir, 'db.sqlite') }, { checkpointWorkerAfterWrites: 1 });
+const database = openDatabase(
+  values.database ? { kind: 'postgres', url: values.database } : { kind: 'sqlite', path: join(dir, 'db.sqlite') },
+  { checkpointWorkerAfterWrites: 1 },
+);
 try {
   await migrateToLatest(database.db);
   if (process.env.CACHE_KIB) await sql.raw(`pragma cache_size = -${process.env.CACHE_KIB}`).execute(database.db);
   registerAjvFormats();
   const userId = randomUUID();
-  await database.db.insertInto('users').values({ user_id: userId, created_at: Date.now() } as never).execute();
-  const caller: Caller = { userId, clientId: randomUUID(), sessionId: randomUUID(), scopes: new Set(['projects:read', 'projects:write']) };
+  await database.db
+    .insertInto('users')
+    .values({ user_id: userId, created_at: Date.now() } as never)
+    .execute();
+  const caller: Caller = {
+    userId,
+    clientId: randomUUID(),
+    sessionId: randomUUID(),
+    scopes: new Set(['projects:read', 'projects:write']),
+  };
   const store = new ClassStore(Project, database);
   const check = Compile(postSchema(Project));
   const serialize = fastJson(writeResultSchema(Project) as never);
-  const body = () => Array.from({ length: 250 }, (_, n) => ({ projectId: randomUUID(), title: `Bulk ${n}`, description: 'bench' }));
+  const body = () =>
+    Array.from({ length: 250 }, (_, n) => ({ projectId: randomUUID(), title: `Bulk ${n}`, description: 'bench' }));
   for (let stored = 0; stored < Number(values.rows); stored += 250) await store.save(caller, body());
 
   const phases: Record<string, number[]> = {};
@@ -98,14 +116,18 @@ try {
     note('save() in all', saveMs);
     for (const [key, ms] of spent) note(`  ${key}`, ms);
     started = performance.now();
-    const answer = { created: created.map((row) => store.toJson(row, caller)), updated: updated.map((row) => store.toJson(row, caller)) };
+    const answer = {
+      created: created.map((row) => store.toJson(row, caller)),
+      updated: updated.map((row) => store.toJson(row, caller)),
+    };
     note('rows to JSON objects', performance.now() - started);
     started = performance.now();
     serialize(answer);
     note('serialising the answer', performance.now() - started);
   }
   const median = (list: number[]) => [...list].sort((a, b) => a - b)[Math.floor(list.length / 2)]!;
-  for (const [key, list] of Object.entries(phases)) console.log(`${key.padEnd(55)} median ${median(list).toFixed(2)} ms`);
+  for (const [key, list] of Object.entries(phases))
+    console.log(`${key.padEnd(55)} median ${median(list).toFixed(2)} ms`);
   console.log(`longest section without a turn of the event loop over all POSTs, CPU: ${longest.toFixed(2)} ms`);
 } finally {
   await database.close();

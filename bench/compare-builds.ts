@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { BENCH_HOST, mintSecrets, projects } from './fixtures.ts';
 import { measure } from './measure.ts';
-import { productionStart, startProcess, type Running } from './processes.ts';
+import { productionStart, type Running, startProcess } from './processes.ts';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -43,7 +43,14 @@ const servers: Running[] = [];
 try {
   const secrets = await mintSecrets(databaseUrl, 1);
   const start = productionStart();
-  const env = { ...start.env, DATABASE_URL: databaseUrl, BASE_URL: `https://${BENCH_HOST}`, RATE_LIMIT_V1: '1000000000', RATE_LIMIT_V4: '1000000000', LOG_LEVEL: 'info' };
+  const env = {
+    ...start.env,
+    DATABASE_URL: databaseUrl,
+    BASE_URL: `https://${BENCH_HOST}`,
+    RATE_LIMIT_V1: '1000000000',
+    RATE_LIMIT_V4: '1000000000',
+    LOG_LEVEL: 'info',
+  };
   for (const build of builds) servers.push(await startProcess(build.entry, env, '/healthz', start.flags));
   await projects(servers[0]!.url, secrets.accessToken, 300);
   const load = { path: values.path, headers: { authorization: `Bearer ${secrets.accessToken}` } };
@@ -65,12 +72,18 @@ try {
     }
     for (const [index, value] of figures.entries()) ratios[index]!.push(value / figures[0]!);
     for (const [index, value] of cpuPerRequest.entries()) cpuRatios[index]!.push(value / cpuPerRequest[0]!);
-    console.log(`round ${round}: ${builds.map((build, index) => `${build.name} ${Math.round(figures[index]!)} req/s, ${cpuPerRequest[index]!.toFixed(2)} CPU ms/request`).join('; ')}`);
+    console.log(
+      `round ${round}: ${builds.map((build, index) => `${build.name} ${Math.round(figures[index]!)} req/s, ${cpuPerRequest[index]!.toFixed(2)} CPU ms/request`).join('; ')}`,
+    );
   }
   const median = (list: number[]) => [...list].sort((a, b) => a - b)[Math.floor(list.length / 2)]!;
   for (const [index, build] of builds.entries()) {
-    console.log(`${build.name}: req/s median ${median(ratios[index]!).toFixed(2)} × ${builds[0]!.name} (rounds: ${ratios[index]!.map((ratio) => ratio.toFixed(2)).join(' ')})`);
-    console.log(`${build.name}: CPU per request median ${median(cpuRatios[index]!).toFixed(2)} × ${builds[0]!.name} (rounds: ${cpuRatios[index]!.map((ratio) => ratio.toFixed(2)).join(' ')})`);
+    console.log(
+      `${build.name}: req/s median ${median(ratios[index]!).toFixed(2)} × ${builds[0]!.name} (rounds: ${ratios[index]!.map((ratio) => ratio.toFixed(2)).join(' ')})`,
+    );
+    console.log(
+      `${build.name}: CPU per request median ${median(cpuRatios[index]!).toFixed(2)} × ${builds[0]!.name} (rounds: ${cpuRatios[index]!.map((ratio) => ratio.toFixed(2)).join(' ')})`,
+    );
   }
 } finally {
   for (const server of servers) await server.stop();

@@ -29,13 +29,13 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { FakeWorkshop } from '../test/helpers/workshop.ts';
-import { BENCH_HOST, REDIRECT_URI, legacyData, mintSecrets, projects } from './fixtures.ts';
 import pg from 'pg';
-import { measure, type Load } from './measure.ts';
-import { freshSchema } from './postgres-schema.ts';
+import { FakeWorkshop } from '../test/helpers/workshop.ts';
+import { BENCH_HOST, legacyData, mintSecrets, projects, REDIRECT_URI } from './fixtures.ts';
+import { type Load, measure } from './measure.ts';
 import { backendCpu, backendMsSince } from './pg-backends.ts';
-import { productionStart, startProcess, type Running } from './processes.ts';
+import { freshSchema } from './postgres-schema.ts';
+import { productionStart, type Running, startProcess } from './processes.ts';
 
 const { values } = parseArgs({
   options: {
@@ -79,7 +79,12 @@ async function measureCpu(server: Running, load: Load) {
 
 let nextAppName = 0;
 /** Starts a server whose PostgreSQL connections are told apart by their application_name. */
-async function startServer(entry: string, env: Record<string, string>, probePath: string, flags: string[] = []): Promise<Running> {
+async function startServer(
+  entry: string,
+  env: Record<string, string>,
+  probePath: string,
+  flags: string[] = [],
+): Promise<Running> {
   const appName = `cpu-per-request-${process.pid}-${nextAppName++}`;
   const server = await startProcess(entry, { ...env, PGAPPNAME: appName }, probePath, flags);
   appNames.set(server.pid, appName);
@@ -97,7 +102,10 @@ const workshop = await new FakeWorkshop().start();
 const running: Running[] = [];
 try {
   // refresh, code: the refresh_token grant and the code exchange, each secret used once (all servers share the database).
-  const secrets = await mintSecrets(databaseUrl, wanted.includes('refresh') || wanted.includes('code') ? Number(values.secrets) : 10);
+  const secrets = await mintSecrets(
+    databaseUrl,
+    wanted.includes('refresh') || wanted.includes('code') ? Number(values.secrets) : 10,
+  );
   let nextToken = 0;
   let nextCode = 0;
   const env = {
@@ -115,8 +123,13 @@ try {
   let projectId = '';
   try {
     // The v1 data only for the cases that read it (the token grants need none).
-    legacy = wanted.some((name) => name !== 'refresh' && name !== 'code') ? await legacyData(maker.url, workshop, 10_000) : undefined;
-    projectId = wanted.includes('v4project') || wanted.includes('page') ? await projects(maker.url, secrets.accessToken, 300) : '';
+    legacy = wanted.some((name) => name !== 'refresh' && name !== 'code')
+      ? await legacyData(maker.url, workshop, 10_000)
+      : undefined;
+    projectId =
+      wanted.includes('v4project') || wanted.includes('page')
+        ? await projects(maker.url, secrets.accessToken, 300)
+        : '';
   } finally {
     await maker.stop();
   }
@@ -127,11 +140,16 @@ try {
   const serverEnv = { ...production.env, ...env };
   const [service, earlier] = await Promise.all([
     startServer('dist/server.js', serverEnv, '/healthz', production.flags),
-    values.before ? startServer(beforeBuild[0]!, serverEnv, '/healthz', [...production.flags, ...beforeBuild.slice(1)]) : undefined,
+    values.before
+      ? startServer(beforeBuild[0]!, serverEnv, '/healthz', [...production.flags, ...beforeBuild.slice(1)])
+      : undefined,
   ]);
   running.push(service);
   const grants = wanted.includes('refresh') || wanted.includes('code');
-  const tokenFloor = schema && grants ? await startServer('./bench/token-floor-pg-server.ts', { DATABASE_URL: databaseUrl }, '/') : undefined;
+  const tokenFloor =
+    schema && grants
+      ? await startServer('./bench/token-floor-pg-server.ts', { DATABASE_URL: databaseUrl }, '/')
+      : undefined;
   if (tokenFloor) running.push(tokenFloor);
   if (earlier) running.push(earlier);
   const floor = await startProcess('./bench/floor-server.ts', {}, FLOOR_PATH);
@@ -141,7 +159,10 @@ try {
   // reference's lookup made on the service's users table, the one round trip a v1 GET makes there.
   const v1OnPostgres = schema ? wanted.filter((name) => ['user', 'engram', 'download', '304'].includes(name)) : [];
   // Through startServer: its PostgreSQL backends' CPU counts as well.
-  const floorBearer = v4 || v1OnPostgres.length > 0 ? await startServer('./bench/floor-server.ts', { FLOOR_BEARER_DATABASE: databaseUrl }, FLOOR_PATH) : undefined;
+  const floorBearer =
+    v4 || v1OnPostgres.length > 0
+      ? await startServer('./bench/floor-server.ts', { FLOOR_BEARER_DATABASE: databaseUrl }, FLOOR_PATH)
+      : undefined;
   if (floorBearer) running.push(floorBearer);
   const bearer = { authorization: `Bearer ${secrets.accessToken}` };
   const probe = await fetch(`${service.url}/v1/engram.php`);
@@ -157,25 +178,45 @@ try {
       method: 'POST',
       path: '/v4/login',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      next: () => ({ body: new URLSearchParams({ grant_type: 'refresh_token', client_id: secrets.clientId, refresh_token: secrets.refreshTokens[nextToken++] ?? 'exhausted' }).toString() }),
+      next: () => ({
+        body: new URLSearchParams({
+          grant_type: 'refresh_token',
+          client_id: secrets.clientId,
+          refresh_token: secrets.refreshTokens[nextToken++] ?? 'exhausted',
+        }).toString(),
+      }),
     },
     code: {
       method: 'POST',
       path: '/v4/login',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
       next: () => ({
-        body: new URLSearchParams({ grant_type: 'authorization_code', client_id: secrets.clientId, code: secrets.codes[nextCode++] ?? 'exhausted', redirect_uri: REDIRECT_URI, code_verifier: secrets.codeVerifier }).toString(),
+        body: new URLSearchParams({
+          grant_type: 'authorization_code',
+          client_id: secrets.clientId,
+          code: secrets.codes[nextCode++] ?? 'exhausted',
+          redirect_uri: REDIRECT_URI,
+          code_verifier: secrets.codeVerifier,
+        }).toString(),
       }),
     },
-    '304': { path: '/v1/engram.php', headers: { 'if-none-match': probe.headers.get('etag') ?? '"none"', 'accept-encoding': 'br, gzip' }, expectStatus: 304 },
+    '304': {
+      path: '/v1/engram.php',
+      headers: { 'if-none-match': probe.headers.get('etag') ?? '"none"', 'accept-encoding': 'br, gzip' },
+      expectStatus: 304,
+    },
   };
-  const builds: Array<[string, Running]> = [...(earlier ? ([['before', earlier]] as Array<[string, Running]>) : []), ['service', service]];
+  const builds: Array<[string, Running]> = [
+    ...(earlier ? ([['before', earlier]] as Array<[string, Running]>) : []),
+    ['service', service],
+  ];
   /**
    * The servers of a case in the order of this round: odd rounds go token floor, before, service;
    * even rounds the reverse, so no server is always measured first (going first favoured it).
    */
   const serversOf = (name: string, round = 1): Array<[string, Running]> => {
-    const all: Array<[string, Running]> = tokenFloor && (name === 'refresh' || name === 'code') ? [['token floor', tokenFloor], ...builds] : builds;
+    const all: Array<[string, Running]> =
+      tokenFloor && (name === 'refresh' || name === 'code') ? [['token floor', tokenFloor], ...builds] : builds;
     return round % 2 === 1 ? all : [...all].reverse();
   };
   /** µs of server CPU per request, by case and server label, one figure per round. */
@@ -186,32 +227,50 @@ try {
   const record = (name: string, label: string, figures: { cpuUs: number; pgUs?: number }) => {
     const key = `${name}\t${label}`;
     perRound.set(key, [...(perRound.get(key) ?? []), figures.cpuUs]);
-    if (figures.pgUs !== undefined) withBackends.set(key, [...(withBackends.get(key) ?? []), figures.cpuUs + figures.pgUs]);
+    if (figures.pgUs !== undefined)
+      withBackends.set(key, [...(withBackends.get(key) ?? []), figures.cpuUs + figures.pgUs]);
   };
   // Warm-up: every server JIT-compiles its paths before anything is counted.
   await measure(floor.url, { path: FLOOR_PATH }, { seconds: 1, connections });
   if (floorBearer) await measure(floorBearer.url, { path: FLOOR_PATH, headers: bearer }, { seconds: 1, connections });
-  for (const name of wanted) for (const [, server] of serversOf(name)) await measure(server.url, cases[name]!, { seconds: 1, connections });
+  for (const name of wanted)
+    for (const [, server] of serversOf(name)) await measure(server.url, cases[name]!, { seconds: 1, connections });
 
   for (let round = 1; round <= Number(values.rounds); round++) {
     const plain = await measureCpu(floor, { path: FLOOR_PATH });
     const withBearer = floorBearer ? await measureCpu(floorBearer, { path: FLOOR_PATH, headers: bearer }) : undefined;
     console.log(
       `round ${round}: reference ${plain.requestsPerSecond} req/s, ${plain.cpuUs.toFixed(0)} µs/request` +
-        (withBearer ? ` | reference + bearer ${withBearer.requestsPerSecond} req/s, ${withBearer.cpuUs.toFixed(0)} µs/request` : ''),
+        (withBearer
+          ? ` | reference + bearer ${withBearer.requestsPerSecond} req/s, ${withBearer.cpuUs.toFixed(0)} µs/request`
+          : ''),
     );
     const pageFloor = floorBearer && wanted.includes('page') ? await measureCpu(floorBearer, cases.page!) : undefined;
     if (pageFloor) {
-      console.log(`  page floor ${pageFloor.requestsPerSecond} req/s, ${pageFloor.cpuUs.toFixed(0)} µs/request${pageFloor.pgUs === undefined ? '' : `, pg ${pageFloor.pgUs.toFixed(0)} µs`}`);
+      console.log(
+        `  page floor ${pageFloor.requestsPerSecond} req/s, ${pageFloor.cpuUs.toFixed(0)} µs/request${pageFloor.pgUs === undefined ? '' : `, pg ${pageFloor.pgUs.toFixed(0)} µs`}`,
+      );
       record('page', 'floor', pageFloor);
     }
-    const v1Floor = floorBearer && v1OnPostgres.length > 0 ? await measureCpu(floorBearer, { path: `/v1-floor/user.php/${legacy?.signer.userId}` }) : undefined;
+    const v1Floor =
+      floorBearer && v1OnPostgres.length > 0
+        ? await measureCpu(floorBearer, { path: `/v1-floor/user.php/${legacy?.signer.userId}` })
+        : undefined;
     if (v1Floor) {
-      console.log(`  v1 floor ${v1Floor.requestsPerSecond} req/s, ${v1Floor.cpuUs.toFixed(0)} µs/request, pg ${v1Floor.pgUs!.toFixed(0)} µs`);
+      console.log(
+        `  v1 floor ${v1Floor.requestsPerSecond} req/s, ${v1Floor.cpuUs.toFixed(0)} µs/request, pg ${v1Floor.pgUs!.toFixed(0)} µs`,
+      );
       for (const name of v1OnPostgres) record(name, 'floor', v1Floor);
     }
     for (const name of wanted) {
-      const reference = name === 'page' && pageFloor ? pageFloor : v1Floor && v1OnPostgres.includes(name) ? v1Floor : name.startsWith('v4') && withBearer ? withBearer : plain;
+      const reference =
+        name === 'page' && pageFloor
+          ? pageFloor
+          : v1Floor && v1OnPostgres.includes(name)
+            ? v1Floor
+            : name.startsWith('v4') && withBearer
+              ? withBearer
+              : plain;
       const parts: string[] = [];
       for (const [label, server] of serversOf(name, round)) {
         const figures = await measureCpu(server, cases[name]!);
@@ -219,7 +278,9 @@ try {
         const ratio = (figures.requestsPerSecond / reference.requestsPerSecond).toFixed(2);
         // The reference's CPU per request over ours: what the req/s ratio would be on a machine where CPU is the bound.
         const cpuRatio = (reference.cpuUs / Math.max(1, figures.cpuUs)).toFixed(2);
-        parts.push(`${label} ${figures.requestsPerSecond} req/s (${ratio} × reference), ${figures.cpuUs.toFixed(0)} µs/request (reference's CPU ${cpuRatio} × ours)${figures.pgUs === undefined ? '' : `, pg ${figures.pgUs.toFixed(0)} µs`}${figures.failed ? `, ${figures.failed} failed` : ''}`);
+        parts.push(
+          `${label} ${figures.requestsPerSecond} req/s (${ratio} × reference), ${figures.cpuUs.toFixed(0)} µs/request (reference's CPU ${cpuRatio} × ours)${figures.pgUs === undefined ? '' : `, pg ${figures.pgUs.toFixed(0)} µs`}${figures.failed ? `, ${figures.failed} failed` : ''}`,
+        );
       }
       console.log(`  ${name}: ${parts.join(' | ')}`);
     }
@@ -229,7 +290,9 @@ try {
     const middle = Math.floor(sorted.length / 2);
     return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
   };
-  console.log(`medians over ${values.rounds} rounds, µs of server CPU per request${earlier ? ' (the builds alternated going first)' : ''}:`);
+  console.log(
+    `medians over ${values.rounds} rounds, µs of server CPU per request${earlier ? ' (the builds alternated going first)' : ''}:`,
+  );
   for (const name of wanted) {
     // The page floor or the v1 floor, where one was measured, first.
     const labels = [...(perRound.has(`${name}\tfloor`) ? ['floor'] : []), ...serversOf(name).map(([label]) => label)];
@@ -243,7 +306,9 @@ try {
       : '';
     console.log(`  ${name}: ${parts.join(' | ')}${change}`);
     if (withBackends.size > 0) {
-      console.log(`  ${name}, server + PostgreSQL backends: ${labels.map((label) => `${label} ${median(withBackends.get(`${name}\t${label}`) ?? [NaN]).toFixed(1)}`).join(' | ')}`);
+      console.log(
+        `  ${name}, server + PostgreSQL backends: ${labels.map((label) => `${label} ${median(withBackends.get(`${name}\t${label}`) ?? [NaN]).toFixed(1)}`).join(' | ')}`,
+      );
     }
   }
 } finally {

@@ -23,12 +23,13 @@
 // description, a UUIDv7 id, the defaults and timestamps per object, then one transaction of 50-row
 // INSERTs (named statements) on the service's projects table, and the created objects as
 // `{"created": […], "updated": []}` by JSON.stringify.
-import rateLimit from '@fastify/rate-limit';
-import Database from 'better-sqlite3';
-import Fastify, { type FastifyRequest } from 'fastify';
+
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import rateLimit from '@fastify/rate-limit';
+import Database from 'better-sqlite3';
+import Fastify, { type FastifyRequest } from 'fastify';
 import pg from 'pg';
 import pino from 'pino';
 import { uuidv7 } from '../src/http/uuid.ts';
@@ -39,7 +40,9 @@ const db = new Database(join(dir, 'floor.db'));
 db.pragma('journal_mode = WAL');
 db.exec('create table users (user_id text primary key, public_key text)');
 db.prepare('insert into users values (?, ?)').run('00000000-0000-4000-8000-000000000000', 'x'.repeat(180));
-const lookup = db.prepare<[string], { user_id: string; public_key: string }>('select user_id, public_key from users where user_id = ?');
+const lookup = db.prepare<[string], { user_id: string; public_key: string }>(
+  'select user_id, public_key from users where user_id = ?',
+);
 
 type ProjectValues = [string, string, string, string, string, number | string, number | string, number | string];
 const PAGE_COLUMNS = 'project_id, user_id, title, description, game_id, revision, created_at, updated_at';
@@ -51,7 +54,8 @@ interface BearerSession {
   scope: string;
   access_expires_at: number | string;
 }
-const BEARER_SQL = 'select session_id, user_id, client_id, scope, access_expires_at from sessions where access_token_hash = ';
+const BEARER_SQL =
+  'select session_id, user_id, client_id, scope, access_expires_at from sessions where access_token_hash = ';
 
 interface ServiceDatabase {
   /** The session of an access-token hash. */
@@ -73,13 +77,18 @@ const INSERT_CHUNK = 50;
 const insertSql = (rows: number) =>
   `insert into projects (${PAGE_COLUMNS}) values ${Array.from({ length: rows }, (_, row) => `(${Array.from({ length: 8 }, (_, column) => `$${row * 8 + column + 1}`).join(', ')})`).join(', ')}`;
 /** The rows in chunks of INSERT_CHUNK, the last one shorter. */
-const chunks = (rows: ProjectValues[]) => Array.from({ length: Math.ceil(rows.length / INSERT_CHUNK) }, (_, index) => rows.slice(index * INSERT_CHUNK, (index + 1) * INSERT_CHUNK));
+const chunks = (rows: ProjectValues[]) =>
+  Array.from({ length: Math.ceil(rows.length / INSERT_CHUNK) }, (_, index) =>
+    rows.slice(index * INSERT_CHUNK, (index + 1) * INSERT_CHUNK),
+  );
 
 /** The service's database, read by prepared statements. */
 function serviceDatabase(url: string): ServiceDatabase {
-  const pageSql = (userParam: string, limitParam: string) => `select ${PAGE_COLUMNS} from projects where user_id = ${userParam} order by updated_at, project_id limit ${limitParam}`;
+  const pageSql = (userParam: string, limitParam: string) =>
+    `select ${PAGE_COLUMNS} from projects where user_id = ${userParam} order by updated_at, project_id limit ${limitParam}`;
   const countSql = (userParam: string) => `select count(*) as total from projects where user_id = ${userParam}`;
-  const projectSql = (idParam: string, userParam: string) => `select ${PAGE_COLUMNS} from projects where project_id = ${idParam} and user_id = ${userParam}`;
+  const projectSql = (idParam: string, userParam: string) =>
+    `select ${PAGE_COLUMNS} from projects where project_id = ${idParam} and user_id = ${userParam}`;
   if (url.startsWith('sqlite:')) {
     const service = new Database(url.slice('sqlite:'.length), { readonly: true, fileMustExist: true });
     const bearerStatement = service.prepare<[string], BearerSession>(`${BEARER_SQL}?`);
@@ -96,16 +105,44 @@ function serviceDatabase(url: string): ServiceDatabase {
   }
   const pool = new pg.Pool({ connectionString: url, max: 10 });
   return {
-    find: async (hash) => (await pool.query<BearerSession>({ name: 'bearer', text: `${BEARER_SQL}$1`, values: [hash] })).rows[0],
-    page: async (userId, limit) => (await pool.query<ProjectValues>({ name: 'page', text: pageSql('$1', '$2'), values: [userId, limit], rowMode: 'array' })).rows,
-    count: async (userId) => Number((await pool.query<{ total: string }>({ name: 'count', text: countSql('$1'), values: [userId] })).rows[0]!.total),
-    project: async (projectId, userId) => (await pool.query<ProjectValues>({ name: 'project', text: projectSql('$1', '$2'), values: [projectId, userId], rowMode: 'array' })).rows[0],
-    user: async (userId) => (await pool.query<{ user_id: string; public_key: string }>({ name: 'user', text: 'select user_id, public_key from users where user_id = $1', values: [userId] })).rows[0],
+    find: async (hash) =>
+      (await pool.query<BearerSession>({ name: 'bearer', text: `${BEARER_SQL}$1`, values: [hash] })).rows[0],
+    page: async (userId, limit) =>
+      (
+        await pool.query<ProjectValues>({
+          name: 'page',
+          text: pageSql('$1', '$2'),
+          values: [userId, limit],
+          rowMode: 'array',
+        })
+      ).rows,
+    count: async (userId) =>
+      Number(
+        (await pool.query<{ total: string }>({ name: 'count', text: countSql('$1'), values: [userId] })).rows[0]!.total,
+      ),
+    project: async (projectId, userId) =>
+      (
+        await pool.query<ProjectValues>({
+          name: 'project',
+          text: projectSql('$1', '$2'),
+          values: [projectId, userId],
+          rowMode: 'array',
+        })
+      ).rows[0],
+    user: async (userId) =>
+      (
+        await pool.query<{ user_id: string; public_key: string }>({
+          name: 'user',
+          text: 'select user_id, public_key from users where user_id = $1',
+          values: [userId],
+        })
+      ).rows[0],
     insert: async (rows) => {
       const client = await pool.connect();
       try {
         await client.query('begin');
-        for (const chunk of chunks(rows)) await client.query({ name: `insert${chunk.length}`, text: insertSql(chunk.length), values: chunk.flat() });
+        for (const chunk of chunks(rows))
+          await client.query({ name: `insert${chunk.length}`, text: insertSql(chunk.length), values: chunk.flat() });
         await client.query('commit');
       } catch (error) {
         await client.query('rollback');
@@ -119,16 +156,24 @@ function serviceDatabase(url: string): ServiceDatabase {
 }
 const bearer = process.env.FLOOR_BEARER_DATABASE ? serviceDatabase(process.env.FLOOR_BEARER_DATABASE) : undefined;
 
-const app = Fastify({ logger: { level: 'info', stream: pino.destination({ dest: 1, sync: false }) }, disableRequestLogging: true });
+const app = Fastify({
+  logger: { level: 'info', stream: pino.destination({ dest: 1, sync: false }) },
+  disableRequestLogging: true,
+});
 app.addHook('onResponse', (request, reply, done) => {
-  request.log.info({ method: request.method, path: request.url, status: reply.statusCode, ms: reply.elapsedTime }, 'request');
+  request.log.info(
+    { method: request.method, path: request.url, status: reply.statusCode, ms: reply.elapsedTime },
+    'request',
+  );
   done();
 });
 await app.register(rateLimit, { max: 1_000_000_000, timeWindow: 60_000 });
 /** The bearer token's session, or undefined when the request has no valid token. */
 async function session(request: FastifyRequest): Promise<BearerSession | undefined> {
   const header = request.headers.authorization;
-  const found = header?.startsWith('Bearer ') ? await bearer!.find(hashSecret(header.slice('Bearer '.length))) : undefined;
+  const found = header?.startsWith('Bearer ')
+    ? await bearer!.find(hashSecret(header.slice('Bearer '.length)))
+    : undefined;
   return found && Number(found.access_expires_at) > Date.now() ? found : undefined;
 }
 const unauthorized = { code: 'unauthorized', message: 'no valid bearer token' };
@@ -140,8 +185,25 @@ app.get<{ Params: { id: string } }>('/v1/user.php/:id', async (request, reply) =
 });
 if (bearer) {
   const iso = (millis: number | string) => new Date(Number(millis)).toISOString();
-  const projectJson = ([projectId, userId, title, description, gameId, revision, createdAt, updatedAt]: ProjectValues) =>
-    ({ projectId, userId, title, description, gameId, revision: Number(revision), createdAt: iso(createdAt), updatedAt: iso(updatedAt) });
+  const projectJson = ([
+    projectId,
+    userId,
+    title,
+    description,
+    gameId,
+    revision,
+    createdAt,
+    updatedAt,
+  ]: ProjectValues) => ({
+    projectId,
+    userId,
+    title,
+    description,
+    gameId,
+    revision: Number(revision),
+    createdAt: iso(createdAt),
+    updatedAt: iso(updatedAt),
+  });
   app.get<{ Params: { id: string } }>('/v4/projects/:id', async (request, reply) => {
     const caller = await session(request);
     if (!caller) return reply.code(401).send(unauthorized);
@@ -155,33 +217,63 @@ if (bearer) {
     const rows = await bearer.page(caller.user_id, pageSize);
     const total = rows.length < pageSize ? rows.length : await bearer.count(caller.user_id);
     const results = rows.map(projectJson);
-    return reply.type('application/json; charset=utf-8').send(JSON.stringify({ totalResults: total, pageSize, pages: Math.ceil(total / pageSize), page: 1, results }));
+    return reply
+      .type('application/json; charset=utf-8')
+      .send(JSON.stringify({ totalResults: total, pageSize, pages: Math.ceil(total / pageSize), page: 1, results }));
   });
   const { user } = bearer;
-  if (user) app.get<{ Params: { id: string } }>('/v1-floor/user.php/:id', async (request, reply) => {
-    const row = await user(request.params.id);
-    return row ?? reply.code(404).send({ code: 'notFound', message: 'not found' });
-  });
+  if (user)
+    app.get<{ Params: { id: string } }>('/v1-floor/user.php/:id', async (request, reply) => {
+      const row = await user(request.params.id);
+      return row ?? reply.code(404).send({ code: 'notFound', message: 'not found' });
+    });
   const { insert } = bearer;
-  if (insert) app.post<{ Body: unknown }>('/v4/projects', async (request, reply) => {
-    const caller = await session(request);
-    if (!caller) return reply.code(401).send(unauthorized);
-    const body = request.body;
-    const items = Array.isArray(body) ? body : [body];
-    const valid = items.length <= 1000 && items.every((item) => typeof item === 'object' && item !== null && typeof item.title === 'string' && typeof item.description === 'string');
-    if (!valid) return reply.code(400).send({ code: 'badRequest', message: 'each object needs a string title and description' });
-    const now = Date.now();
-    const rows = (items as Array<{ title: string; description: string }>).map(({ title, description }): ProjectValues => [uuidv7(now), caller.user_id, title, description, 'Ark', 1, now, now]);
-    await insert(rows);
-    return reply.type('application/json; charset=utf-8').send(JSON.stringify({ created: rows.map(projectJson), updated: [] }));
-  });
+  if (insert)
+    app.post<{ Body: unknown }>('/v4/projects', async (request, reply) => {
+      const caller = await session(request);
+      if (!caller) return reply.code(401).send(unauthorized);
+      const body = request.body;
+      const items = Array.isArray(body) ? body : [body];
+      const valid =
+        items.length <= 1000 &&
+        items.every(
+          (item) =>
+            typeof item === 'object' &&
+            item !== null &&
+            typeof item.title === 'string' &&
+            typeof item.description === 'string',
+        );
+      if (!valid)
+        return reply
+          .code(400)
+          .send({ code: 'badRequest', message: 'each object needs a string title and description' });
+      const now = Date.now();
+      const rows = (items as Array<{ title: string; description: string }>).map(
+        ({ title, description }): ProjectValues => [
+          uuidv7(now),
+          caller.user_id,
+          title,
+          description,
+          'Ark',
+          1,
+          now,
+          now,
+        ],
+      );
+      await insert(rows);
+      return reply
+        .type('application/json; charset=utf-8')
+        .send(JSON.stringify({ created: rows.map(projectJson), updated: [] }));
+    });
 }
 await app.listen({ port: Number(process.env.PORT ?? 0), host: '127.0.0.1' });
-process.on('SIGTERM', () =>
-  void app.close().then(async () => {
-    await bearer?.close();
-    db.close();
-    rmSync(dir, { recursive: true, force: true });
-    process.exit(0);
-  }),
+process.on(
+  'SIGTERM',
+  () =>
+    void app.close().then(async () => {
+      await bearer?.close();
+      db.close();
+      rmSync(dir, { recursive: true, force: true });
+      process.exit(0);
+    }),
 );

@@ -20,7 +20,7 @@
 // here N engrams, under valgrind, and 300 projects), so that its code has served other requests
 // (see docs/benchmarks.md). Without it the measured processes serve only the GETs, like the reference.
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -51,7 +51,14 @@ const builds = (positionals.length > 0 ? positionals : ['service=dist/server.js'
 const dir = mkdtempSync(join(tmpdir(), 'ipr-'));
 const databaseUrl = `sqlite:${join(dir, 'bench.db')}`;
 const workshop = await new FakeWorkshop().start();
-const serviceEnv = { DATABASE_URL: databaseUrl, BASE_URL: `https://${BENCH_HOST}`, WORKSHOP_URL: workshop.template, RATE_LIMIT_V1: '1000000000', RATE_LIMIT_V4: '1000000000', LOG_LEVEL: 'info' };
+const serviceEnv = {
+  DATABASE_URL: databaseUrl,
+  BASE_URL: `https://${BENCH_HOST}`,
+  WORKSHOP_URL: workshop.template,
+  RATE_LIMIT_V1: '1000000000',
+  RATE_LIMIT_V4: '1000000000',
+  LOG_LEVEL: 'info',
+};
 // callgrind_control finds a process by files named after the user and host (HOST is also the servers' listen address).
 const valgrindEnv = { USER: process.env.USER || 'root', LOGNAME: process.env.LOGNAME || 'root', HOST: '127.0.0.1' };
 const FLOOR_PATH = '/v1/user.php/00000000-0000-4000-8000-000000000000';
@@ -84,14 +91,34 @@ try {
     if (!item) throw new Error(`unknown case ${name}: ${Object.keys(cases).join(', ')}`);
     const headers = item.v4 ? bearer : undefined;
     const referenceEnv: Record<string, string> = item.v4 ? { FLOOR_BEARER_DATABASE: databaseUrl } : {};
-    const reference = await counted(`reference-${name}`, './bench/floor-server.ts', [], referenceEnv, FLOOR_PATH, FLOOR_PATH, headers);
+    const reference = await counted(
+      `reference-${name}`,
+      './bench/floor-server.ts',
+      [],
+      referenceEnv,
+      FLOOR_PATH,
+      FLOOR_PATH,
+      headers,
+    );
     const parts = [`${item.v4 ? 'reference + bearer' : 'reference'} ${reference}`];
     for (const build of builds) {
-      const history = values.history === undefined ? undefined : async (url: string) => {
-        await legacyData(url, workshop, Number(values.history), String(900_000_100 + historyCount++));
-        await projects(url, secrets.accessToken, 300);
-      };
-      const count = await counted(`${build.label}-${name}`, build.entry, build.flags, serviceEnv, '/healthz', item.path, headers, history);
+      const history =
+        values.history === undefined
+          ? undefined
+          : async (url: string) => {
+              await legacyData(url, workshop, Number(values.history), String(900_000_100 + historyCount++));
+              await projects(url, secrets.accessToken, 300);
+            };
+      const count = await counted(
+        `${build.label}-${name}`,
+        build.entry,
+        build.flags,
+        serviceEnv,
+        '/healthz',
+        item.path,
+        headers,
+        history,
+      );
       parts.push(`${build.label} ${count} (reference ${(reference / count).toFixed(3)} × it)`);
     }
     console.log(`${name}: main-thread instructions per request: ${parts.join(' | ')}`);
@@ -102,7 +129,12 @@ try {
 }
 
 /** `count` GETs of `path` on 4 keep-alive connections, each answered 200. */
-async function send(url: string, path: string, headers: Record<string, string> | undefined, count: number): Promise<void> {
+async function send(
+  url: string,
+  path: string,
+  headers: Record<string, string> | undefined,
+  count: number,
+): Promise<void> {
   const agent = new Agent({ keepAlive: true, maxSockets: 4 });
   const { hostname, port } = new URL(url);
   let left = count;
@@ -110,31 +142,60 @@ async function send(url: string, path: string, headers: Record<string, string> |
     new Promise<void>((resolve, reject) => {
       const sent = request({ host: hostname, port, path, headers, agent }, (answer) => {
         answer.resume();
-        answer.on('end', () => (answer.statusCode === 200 ? resolve() : reject(new Error(`${path}: status ${answer.statusCode}`))));
+        answer.on('end', () =>
+          answer.statusCode === 200 ? resolve() : reject(new Error(`${path}: status ${answer.statusCode}`)),
+        );
       });
       sent.on('error', reject);
       sent.end();
     });
   try {
-    await Promise.all(Array.from({ length: 4 }, async () => {
-      while (left-- > 0) await one();
-    }));
+    await Promise.all(
+      Array.from({ length: 4 }, async () => {
+        while (left-- > 0) await one();
+      }),
+    );
   } finally {
     agent.destroy();
   }
 }
 
 /** The main thread's instructions per request of `entry` under callgrind, serving GET `path`. */
-async function counted(label: string, entry: string, flags: string[], env: Record<string, string>, probe: string, path: string, headers?: Record<string, string>, history?: (url: string) => Promise<void>): Promise<number> {
+async function counted(
+  label: string,
+  entry: string,
+  flags: string[],
+  env: Record<string, string>,
+  probe: string,
+  path: string,
+  headers?: Record<string, string>,
+  history?: (url: string) => Promise<void>,
+): Promise<number> {
   const port = await freePort();
   const out = join(dir, `callgrind.${label}`);
   const loader = entry.endsWith('.ts') ? ['--import', 'tsx'] : [];
-  const args = ['--tool=callgrind', '--instr-atstart=no', '--separate-threads=yes', `--callgrind-out-file=${out}`, process.execPath, ...flags, ...loader, entry];
-  const child = spawn('valgrind', args, { env: { ...process.env, ...env, ...valgrindEnv, PORT: String(port) }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const args = [
+    '--tool=callgrind',
+    '--instr-atstart=no',
+    '--separate-threads=yes',
+    `--callgrind-out-file=${out}`,
+    process.execPath,
+    ...flags,
+    ...loader,
+    entry,
+  ];
+  const child = spawn('valgrind', args, {
+    env: { ...process.env, ...env, ...valgrindEnv, PORT: String(port) },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let errors = '';
   child.stderr!.on('data', (chunk) => (errors = (errors + chunk).slice(-4000)));
   const exited = new Promise((resolve) => child.once('exit', resolve));
-  const control = (...command: string[]) => execFileSync('callgrind_control', [...command, String(child.pid)], { env: { ...process.env, ...valgrindEnv }, stdio: 'ignore' });
+  const control = (...command: string[]) =>
+    execFileSync('callgrind_control', [...command, String(child.pid)], {
+      env: { ...process.env, ...valgrindEnv },
+      stdio: 'ignore',
+    });
   try {
     const url = `http://127.0.0.1:${port}`;
     for (let attempt = 0; ; attempt++) {
@@ -142,7 +203,8 @@ async function counted(label: string, entry: string, flags: string[], env: Recor
         await (await fetch(url + probe, { headers })).arrayBuffer();
         break;
       } catch {
-        if (child.exitCode !== null || attempt > 600) throw new Error(`${label} did not start under valgrind:\n${errors}`);
+        if (child.exitCode !== null || attempt > 600)
+          throw new Error(`${label} did not start under valgrind:\n${errors}`);
         await new Promise((resolve) => setTimeout(resolve, 500));
       }
     }
@@ -157,7 +219,9 @@ async function counted(label: string, entry: string, flags: string[], env: Recor
   }
   const threads: string[] = [];
   let main = 0;
-  for (const file of readdirSync(dir).filter((name) => name.startsWith(`callgrind.${label}-`)).sort()) {
+  for (const file of readdirSync(dir)
+    .filter((name) => name.startsWith(`callgrind.${label}-`))
+    .sort()) {
     const total = Number(/^totals:\s*(\d+)/m.exec(readFileSync(join(dir, file), 'utf8'))?.[1] ?? 0);
     const thread = file.slice(file.lastIndexOf('-') + 1);
     threads.push(`${thread}: ${Math.round(total / requests)}`);

@@ -4,15 +4,15 @@
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, rmSync } from 'node:fs';
 import { sql } from 'kysely';
-import { dialectOf } from '../src/db/dialect.ts';
 import pg from 'pg';
 import { loadConfig } from '../src/config.ts';
 import { openDatabase } from '../src/db/connection.ts';
+import { dialectOf } from '../src/db/dialect.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { createApplication } from '../src/oauth/clients.ts';
 import { createSession } from '../src/oauth/sessions.ts';
 import { BENCH_HOST, REDIRECT_URI } from './fixtures.ts';
-import { measure, type Figures } from './measure.ts';
+import { type Figures, measure } from './measure.ts';
 import { startProcess } from './processes.ts';
 
 const PROJECTS = 1_000_000;
@@ -27,7 +27,10 @@ async function countProjects(databaseUrl: string): Promise<number> {
   const database = openDatabase(loadConfig({ DATABASE_URL: databaseUrl }).database);
   try {
     await migrateToLatest(database.db);
-    const row = await database.db.selectFrom('projects').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+    const row = await database.db
+      .selectFrom('projects')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .executeTakeFirstOrThrow();
     return Number(row.n);
   } finally {
     await database.close();
@@ -57,10 +60,14 @@ async function ensureSeeded(databaseUrl: string): Promise<void> {
   } else {
     await recreatePostgresDatabase(databaseUrl);
   }
-  const seeded = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/seed.ts', '--projects', String(PROJECTS), '--users', String(USERS)], {
-    env: { ...process.env, DATABASE_URL: databaseUrl },
-    stdio: ['ignore', 'inherit', 'inherit'],
-  });
+  const seeded = spawnSync(
+    process.execPath,
+    ['--import', 'tsx', 'scripts/seed.ts', '--projects', String(PROJECTS), '--users', String(USERS)],
+    {
+      env: { ...process.env, DATABASE_URL: databaseUrl },
+      stdio: ['ignore', 'inherit', 'inherit'],
+    },
+  );
   if (seeded.status !== 0) throw new Error(`seeding ${databaseUrl} failed`);
 }
 
@@ -80,8 +87,18 @@ async function tokenOfASeededUser(databaseUrl: string): Promise<string> {
   const database = openDatabase(loadConfig({ DATABASE_URL: databaseUrl }).database);
   try {
     const { db } = database;
-    const { user_id } = await db.selectFrom('projects').select('user_id').orderBy('project_id').limit(1).executeTakeFirstOrThrow();
-    const { clientId } = await createApplication(db, { name: 'Benchmark', redirectUris: [REDIRECT_URI], scopes: ['common'], confidential: false });
+    const { user_id } = await db
+      .selectFrom('projects')
+      .select('user_id')
+      .orderBy('project_id')
+      .limit(1)
+      .executeTakeFirstOrThrow();
+    const { clientId } = await createApplication(db, {
+      name: 'Benchmark',
+      redirectUris: [REDIRECT_URI],
+      scopes: ['common'],
+      confidential: false,
+    });
     if (dialectOf(db) === 'postgres') await sql`analyze projects`.execute(db);
     return (await createSession(db, { userId: user_id, clientId, scope: 'common' })).accessToken;
   } finally {
@@ -98,20 +115,33 @@ export interface LargeRow extends Figures {
 /** Latency is measured with one connection: queueing behind other connections would hide the query's own time. */
 export async function largeListCases(options: { seconds: number }): Promise<LargeRow[]> {
   const rows: LargeRow[] = [];
-  for (const [label, databaseUrl] of [['SQLite', `sqlite:${SQLITE_PATH}`], ['PostgreSQL', POSTGRES_URL]] as const) {
+  for (const [label, databaseUrl] of [
+    ['SQLite', `sqlite:${SQLITE_PATH}`],
+    ['PostgreSQL', POSTGRES_URL],
+  ] as const) {
     await ensureSeeded(databaseUrl);
     const accessToken = await tokenOfASeededUser(databaseUrl);
-    const server = await startProcess('src/server.ts', { DATABASE_URL: databaseUrl, BASE_URL: `https://${BENCH_HOST}`, RATE_LIMIT_V4: '1000000000', LOG_LEVEL: 'info' }, '/healthz');
+    const server = await startProcess(
+      'src/server.ts',
+      { DATABASE_URL: databaseUrl, BASE_URL: `https://${BENCH_HOST}`, RATE_LIMIT_V4: '1000000000', LOG_LEVEL: 'info' },
+      '/healthz',
+    );
     try {
       const headers = { authorization: `Bearer ${accessToken}` };
       const probe = await fetch(`${server.url}/v4/projects?${FILTER}&page=40`, { headers });
       const page40 = (await probe.json()) as { totalResults: number; results: unknown[] };
-      if (!probe.ok || page40.results.length === 0) throw new Error(`page 40 is empty or failed on ${label}: ${JSON.stringify(page40).slice(0, 200)}`);
+      if (!probe.ok || page40.results.length === 0)
+        throw new Error(`page 40 is empty or failed on ${label}: ${JSON.stringify(page40).slice(0, 200)}`);
       for (const page of [1, 40]) {
         const load = { path: `/v4/projects?${FILTER}&page=${page}`, headers };
         await measure(server.url, load, { seconds: 1, connections: 1 });
         const figures = await measure(server.url, load, { seconds: options.seconds, connections: 1 });
-        rows.push({ name: `${label}, 1M projects: list page ${page} (title filter "e" of ${page40.totalResults}, sorted by title, 20 a page)`, connections: 1, ratio: 0, ...figures });
+        rows.push({
+          name: `${label}, 1M projects: list page ${page} (title filter "e" of ${page40.totalResults}, sorted by title, 20 a page)`,
+          connections: 1,
+          ratio: 0,
+          ...figures,
+        });
       }
     } finally {
       await server.stop();

@@ -1,5 +1,5 @@
-import autocannon from 'autocannon';
 import http from 'node:http';
+import autocannon from 'autocannon';
 
 export interface Load {
   method?: string;
@@ -30,7 +30,11 @@ export interface Figures {
   bytesPerAnswer: number;
 }
 
-export async function measure(baseUrl: string, load: Load, options: { seconds: number; connections: number }): Promise<Figures> {
+export async function measure(
+  baseUrl: string,
+  load: Load,
+  options: { seconds: number; connections: number },
+): Promise<Figures> {
   if (load.client === 'node') return measureWithNode(baseUrl, load, options);
   const { next } = load;
   const result = await autocannon({
@@ -53,8 +57,12 @@ export async function measure(baseUrl: string, load: Load, options: { seconds: n
     load.expectStatus === undefined ? result.non2xx : answered - (statuses[String(load.expectStatus)]?.count ?? 0);
   if (unexpected + result.errors + result.timeouts > 0) {
     // What failed, on the run's progress output: the table only counts it.
-    const byStatus = Object.entries(statuses).map(([status, { count }]) => `${status} × ${count}`).join(', ');
-    process.stderr.write(`  failed requests: answers ${byStatus}; connection errors ${result.errors}; timeouts ${result.timeouts}\n`);
+    const byStatus = Object.entries(statuses)
+      .map(([status, { count }]) => `${status} × ${count}`)
+      .join(', ');
+    process.stderr.write(
+      `  failed requests: answers ${byStatus}; connection errors ${result.errors}; timeouts ${result.timeouts}\n`,
+    );
   }
   return {
     requestsPerSecond: Math.round(result.requests.average),
@@ -67,7 +75,11 @@ export async function measure(baseUrl: string, load: Load, options: { seconds: n
 }
 
 /** measure() with a plain keep-alive node:http client per connection, each sending its next request once the last answer is read. */
-async function measureWithNode(baseUrl: string, load: Load, options: { seconds: number; connections: number }): Promise<Figures> {
+async function measureWithNode(
+  baseUrl: string,
+  load: Load,
+  options: { seconds: number; connections: number },
+): Promise<Figures> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: options.connections });
   const latencies: number[] = [];
   let failed = 0;
@@ -78,21 +90,25 @@ async function measureWithNode(baseUrl: string, load: Load, options: { seconds: 
     new Promise<void>((resolve) => {
       const extra = load.next?.() ?? {};
       const sent = performance.now();
-      const request = http.request(new URL(extra.path ?? load.path, baseUrl), { method: load.method ?? 'GET', agent, headers: extra.headers ?? load.headers }, (response) => {
-        // Headers as sent on the wire (status line, name: value, CRLFs), as autocannon counts them.
-        bytes += 17 + response.rawHeaders.reduce((sum, item, index) => sum + item.length + 2, 0) + 2;
-        response.on('data', (chunk: Buffer) => (bytes += chunk.length));
-        response.on('end', () => {
-          latencies.push(performance.now() - sent);
-          const status = response.statusCode ?? 0;
-          if (load.expectStatus === undefined ? status < 200 || status > 299 : status !== load.expectStatus) failed++;
-          resolve();
-        });
-        response.on('error', () => {
-          failed++;
-          resolve();
-        });
-      });
+      const request = http.request(
+        new URL(extra.path ?? load.path, baseUrl),
+        { method: load.method ?? 'GET', agent, headers: extra.headers ?? load.headers },
+        (response) => {
+          // Headers as sent on the wire (status line, name: value, CRLFs), as autocannon counts them.
+          bytes += 17 + response.rawHeaders.reduce((sum, item, index) => sum + item.length + 2, 0) + 2;
+          response.on('data', (chunk: Buffer) => (bytes += chunk.length));
+          response.on('end', () => {
+            latencies.push(performance.now() - sent);
+            const status = response.statusCode ?? 0;
+            if (load.expectStatus === undefined ? status < 200 || status > 299 : status !== load.expectStatus) failed++;
+            resolve();
+          });
+          response.on('error', () => {
+            failed++;
+            resolve();
+          });
+        },
+      );
       request.on('error', () => {
         failed++;
         resolve();
@@ -108,7 +124,10 @@ async function measureWithNode(baseUrl: string, load: Load, options: { seconds: 
   agent.destroy();
   latencies.sort((a, b) => a - b);
   // Hundredths of a millisecond (autocannon keeps whole milliseconds): ratios of small latencies stay meaningful.
-  const at = (fraction: number) => (latencies.length ? Math.round(latencies[Math.min(latencies.length - 1, Math.floor(fraction * latencies.length))]! * 100) / 100 : 0);
+  const at = (fraction: number) =>
+    latencies.length
+      ? Math.round(latencies[Math.min(latencies.length - 1, Math.floor(fraction * latencies.length))]! * 100) / 100
+      : 0;
   return {
     requestsPerSecond: Math.round(latencies.length / elapsed),
     p50: at(0.5),

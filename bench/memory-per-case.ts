@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { FakeWorkshop } from '../test/helpers/workshop.ts';
-import { engramListLoads, mixedLoads, standardCases, type Case } from './cases.ts';
+import { type Case, engramListLoads, mixedLoads, standardCases } from './cases.ts';
 import { BENCH_HOST, legacyData, mintSecrets, projects } from './fixtures.ts';
 import { measure } from './measure.ts';
 import { productionStart, startProcess } from './processes.ts';
@@ -25,13 +25,18 @@ const { values, positionals } = parseArgs({
 });
 const seconds = Number(values.seconds);
 const variants = (positionals.length ? positionals : ['service=']).map((arg) => {
-  const words = arg.slice(arg.indexOf('=') + 1).split(' ').filter(Boolean);
+  const words = arg
+    .slice(arg.indexOf('=') + 1)
+    .split(' ')
+    .filter(Boolean);
   const isEnv = (word: string) => /^[A-Z_][A-Z0-9_]*=/.test(word);
   const isEntry = (word: string) => word.endsWith('.js');
   return {
     entry: words.find(isEntry) ?? 'dist/server.js',
     label: arg.slice(0, arg.indexOf('=')),
-    env: Object.fromEntries(words.filter(isEnv).map((word) => [word.slice(0, word.indexOf('=')), word.slice(word.indexOf('=') + 1)])),
+    env: Object.fromEntries(
+      words.filter(isEnv).map((word) => [word.slice(0, word.indexOf('=')), word.slice(word.indexOf('=') + 1)]),
+    ),
     flags: words.filter((word) => !isEnv(word) && !isEntry(word)),
   };
 });
@@ -60,7 +65,16 @@ for (let round = 0; round < Number(values.rounds); round++) {
     const databaseUrl = `sqlite:${join(dir, 'bench.db')}`;
     const workshop = await new FakeWorkshop().start();
     const secrets = await mintSecrets(databaseUrl, Math.max(5000, seconds * 4000));
-    const env = { ...start.env, DATABASE_URL: databaseUrl, BASE_URL: `https://${BENCH_HOST}`, WORKSHOP_URL: workshop.template, RATE_LIMIT_V1: '1000000000', RATE_LIMIT_V4: '1000000000', LOG_LEVEL: 'info', ...variant.env };
+    const env = {
+      ...start.env,
+      DATABASE_URL: databaseUrl,
+      BASE_URL: `https://${BENCH_HOST}`,
+      WORKSHOP_URL: workshop.template,
+      RATE_LIMIT_V1: '1000000000',
+      RATE_LIMIT_V4: '1000000000',
+      LOG_LEVEL: 'info',
+      ...variant.env,
+    };
     const server = await startProcess(variant.entry, env, '/healthz', [...start.flags, ...variant.flags]);
     const steps = results.get(variant.label) ?? new Map<string, Step[]>();
     results.set(variant.label, steps);
@@ -69,7 +83,12 @@ for (let round = 0; round < Number(values.rounds); round++) {
     const note = (name: string, work?: { requests: number; cpuMs: number }) => {
       const now = memory(server.pid);
       peak = Math.max(peak, now.hwm);
-      const step: Step = { rss: now.rss, peak, rise: now.hwm - stepStart, cpuUs: work && Math.round((work.cpuMs * 1000) / Math.max(1, work.requests)) };
+      const step: Step = {
+        rss: now.rss,
+        peak,
+        rise: now.hwm - stepStart,
+        cpuUs: work && Math.round((work.cpuMs * 1000) / Math.max(1, work.requests)),
+      };
       steps.set(name, [...(steps.get(name) ?? []), step]);
       writeFileSync(`/proc/${server.pid}/clear_refs`, '5'); // resets VmHWM to the current RSS
       stepStart = memory(server.pid).rss;
@@ -93,8 +112,14 @@ for (let round = 0; round < Number(values.rounds); round++) {
       for (const item of engramListLoads(first.headers.get('etag') ?? undefined, 'SQLite')) await run(item);
       const { reads, writes } = mixedLoads(legacy, secrets.accessToken, projectId);
       const before = cpuMs(server.pid);
-      const [read, written] = await Promise.all([measure(server.url, reads, { seconds, connections: 8 }), measure(server.url, writes, { seconds, connections: 2 })]);
-      note('mixed: GETs while 2 connections POST', { requests: read.requests + written.requests, cpuMs: cpuMs(server.pid) - before });
+      const [read, written] = await Promise.all([
+        measure(server.url, reads, { seconds, connections: 8 }),
+        measure(server.url, writes, { seconds, connections: 2 }),
+      ]);
+      note('mixed: GETs while 2 connections POST', {
+        requests: read.requests + written.requests,
+        cpuMs: cpuMs(server.pid) - before,
+      });
     } finally {
       await server.stop();
       await workshop.stop();
@@ -105,7 +130,9 @@ for (let round = 0; round < Number(values.rounds); round++) {
 }
 
 const labels = [...results.keys()];
-console.log(`| step | ${labels.map((label) => `${label}: RSS after / peak so far / rise MiB, CPU µs per request`).join(' | ')} |`);
+console.log(
+  `| step | ${labels.map((label) => `${label}: RSS after / peak so far / rise MiB, CPU µs per request`).join(' | ')} |`,
+);
 console.log(`|---|${labels.map(() => '---|').join('')}`);
 for (const name of results.get(labels[0]!)!.keys()) {
   const cells = labels.map((label) => {

@@ -13,9 +13,9 @@ import { parseArgs } from 'node:util';
 import Database from 'better-sqlite3';
 import { Kysely, SqliteDialect, sql } from 'kysely';
 import { grantLoads } from './cases.ts';
-import { BENCH_HOST, REDIRECT_URI, mintSecrets } from './fixtures.ts';
-import { measure, type Load } from './measure.ts';
-import { cpuMs, startProcess, writtenBytes, type Running } from './processes.ts';
+import { BENCH_HOST, mintSecrets, REDIRECT_URI } from './fixtures.ts';
+import { type Load, measure } from './measure.ts';
+import { cpuMs, type Running, startProcess, writtenBytes } from './processes.ts';
 
 const { values } = parseArgs({
   options: {
@@ -47,7 +47,13 @@ try {
   await sql`delete from kysely_migration where name = ${basename(values.undo).replace(/\.ts$/, '')}`.execute(db);
   await db.destroy();
 
-  const env = (path: string) => ({ DATABASE_URL: `sqlite:${path}`, BASE_URL: `https://${BENCH_HOST}`, RATE_LIMIT_V1: '1000000000', RATE_LIMIT_V4: '1000000000', LOG_LEVEL: 'info' });
+  const env = (path: string) => ({
+    DATABASE_URL: `sqlite:${path}`,
+    BASE_URL: `https://${BENCH_HOST}`,
+    RATE_LIMIT_V1: '1000000000',
+    RATE_LIMIT_V4: '1000000000',
+    LOG_LEVEL: 'info',
+  });
   const servers: Array<[string, Running]> = [
     ['before', await startProcess(values.before, env(before), '/healthz')],
     ['service', await startProcess('dist/server.js', env(after), '/healthz')],
@@ -56,10 +62,16 @@ try {
   // Each server keeps its own place in the same list of secrets.
   const loads = (): Record<string, Load> => {
     const grants = grantLoads('/v4/login', { ...secrets, redirectUri: REDIRECT_URI });
-    return { refresh: grants['refresh_token grant'], code: grants['authorization_code exchange'], v4user: { path: '/v4/user', headers: { authorization: `Bearer ${secrets.accessToken}` } } };
+    return {
+      refresh: grants['refresh_token grant'],
+      code: grants['authorization_code exchange'],
+      v4user: { path: '/v4/user', headers: { authorization: `Bearer ${secrets.accessToken}` } },
+    };
   };
   const perServer = new Map(servers.map(([name]) => [name, loads()]));
-  for (const name of wanted) for (const [label, server] of servers) await measure(server.url, perServer.get(label)![name]!, { seconds: 1, connections });
+  for (const name of wanted)
+    for (const [label, server] of servers)
+      await measure(server.url, perServer.get(label)![name]!, { seconds: 1, connections });
   for (let round = 1; round <= Number(values.rounds); round++) {
     console.log(`round ${round}`);
     for (const name of wanted) {
@@ -70,7 +82,9 @@ try {
         const figures = await measure(server.url, perServer.get(label)![name]!, { seconds, connections });
         const cpuUs = ((cpuMs(server.pid) - cpuBefore) * 1000) / Math.max(1, figures.requests);
         const kib = (writtenBytes(server.pid) - writtenBefore) / 1024 / Math.max(1, figures.requests);
-        parts.push(`${label} ${figures.requestsPerSecond} req/s, ${cpuUs.toFixed(0)} µs/request, ${kib.toFixed(1)} KiB written/request${figures.failed ? `, ${figures.failed} failed` : ''}`);
+        parts.push(
+          `${label} ${figures.requestsPerSecond} req/s, ${cpuUs.toFixed(0)} µs/request, ${kib.toFixed(1)} KiB written/request${figures.failed ? `, ${figures.failed} failed` : ''}`,
+        );
       }
       console.log(`  ${name}: ${parts.join(' | ')}`);
     }

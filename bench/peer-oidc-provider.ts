@@ -80,26 +80,40 @@ async function mint(count: number) {
     grant.addOIDCScope(PEER_SCOPE);
     const grantId = await grant.save();
     const common = { accountId: `account-${i}`, grantId, scope: PEER_SCOPE, client, gty: 'authorization_code' };
-    codes[i] = await new provider.AuthorizationCode({ ...common, redirectUri: PEER_REDIRECT_URI, codeChallenge, codeChallengeMethod: 'S256' }).save();
+    codes[i] = await new provider.AuthorizationCode({
+      ...common,
+      redirectUri: PEER_REDIRECT_URI,
+      codeChallenge,
+      codeChallengeMethod: 'S256',
+    }).save();
     refreshTokens[i] = await new provider.RefreshToken(common).save();
   };
   // Several grants at a time, so the network storages are not minted one round trip after another.
   const PARALLEL = 32;
-  for (let from = 0; from < count; from += PARALLEL) await Promise.all(Array.from({ length: Math.min(PARALLEL, count - from) }, (_, k) => one(from + k)));
-  return { clientId: PEER_CLIENT_ID, redirectUri: PEER_REDIRECT_URI, codeVerifier, codes, refreshTokens, storage: storage.describe };
+  for (let from = 0; from < count; from += PARALLEL)
+    await Promise.all(Array.from({ length: Math.min(PARALLEL, count - from) }, (_, k) => one(from + k)));
+  return {
+    clientId: PEER_CLIENT_ID,
+    redirectUri: PEER_REDIRECT_URI,
+    codeVerifier,
+    codes,
+    refreshTokens,
+    storage: storage.describe,
+  };
 }
 
 const secrets = await mint(Number(process.env.PEER_MINT ?? 1000));
 if (process.env.PEER_SECRETS_FILE) writeFileSync(process.env.PEER_SECRETS_FILE, JSON.stringify(secrets));
 const server = provider.listen(port, '127.0.0.1');
 process.on('SIGTERM', () =>
-  server.close(() =>
-    void storage.close().then(
-      () => process.exit(0),
-      (error) => {
-        process.stderr.write(`cleaning up the peer's storage failed: ${error}\n`);
-        process.exit(1);
-      },
-    ),
+  server.close(
+    () =>
+      void storage.close().then(
+        () => process.exit(0),
+        (error) => {
+          process.stderr.write(`cleaning up the peer's storage failed: ${error}\n`);
+          process.exit(1);
+        },
+      ),
   ),
 );

@@ -6,10 +6,15 @@ import { cpuMs } from './processes.ts';
  * (their application_name, set through PGAPPNAME), by backend pid: PostgreSQL shares the cores, so
  * a server's CPU per request counts its backends' too. Empty without an admin connection.
  */
-export async function backendCpu(admin: pg.Client | undefined, appName: string | undefined): Promise<Map<number, number>> {
+export async function backendCpu(
+  admin: pg.Client | undefined,
+  appName: string | undefined,
+): Promise<Map<number, number>> {
   const cpu = new Map<number, number>();
   if (!admin || !appName) return cpu;
-  const { rows } = await admin.query<{ pid: number }>('select pid from pg_stat_activity where application_name = $1', [appName]);
+  const { rows } = await admin.query<{ pid: number }>('select pid from pg_stat_activity where application_name = $1', [
+    appName,
+  ]);
   for (const { pid } of rows) {
     try {
       cpu.set(pid, cpuMs(pid));

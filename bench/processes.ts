@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { closeSync, openSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 
@@ -37,7 +37,12 @@ function memoryOf(pid: number) {
   return { rssMiB: Math.round(kib('VmRSS') / 1024), peakMiB: Math.round(kib('VmHWM') / 1024) };
 }
 
-async function waitUntilServing(url: string, child: ChildProcess, stderr: () => string, timeoutMs: number): Promise<void> {
+async function waitUntilServing(
+  url: string,
+  child: ChildProcess,
+  stderr: () => string,
+  timeoutMs: number,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`${url} exited with ${child.exitCode}: ${stderr()}`);
@@ -60,7 +65,9 @@ export function productionStart(): { env: Record<string, string>; flags: string[
   const script = (JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: { start: string } }).scripts.start;
   const words = script.split(/\s+/).filter(Boolean);
   const node = words.indexOf('node');
-  const env = Object.fromEntries(words.slice(0, node).map((word) => [word.slice(0, word.indexOf('=')), word.slice(word.indexOf('=') + 1)]));
+  const env = Object.fromEntries(
+    words.slice(0, node).map((word) => [word.slice(0, word.indexOf('=')), word.slice(word.indexOf('=') + 1)]),
+  );
   const flags = words.slice(node + 1).filter((word) => word.startsWith('-'));
   return { env, flags };
 }
@@ -70,7 +77,13 @@ export function productionStart(): { env: Record<string, string>; flags: string[
  * JavaScript (`.js`) with plain node, as production runs it, TypeScript under tsx's loader.
  * `startTimeoutMs` is for processes that prepare data before they listen (the peers mint theirs).
  */
-export async function startProcess(entry: string, env: Record<string, string>, probePath = '/', flags: string[] = [], startTimeoutMs = 30_000): Promise<Running> {
+export async function startProcess(
+  entry: string,
+  env: Record<string, string>,
+  probePath = '/',
+  flags: string[] = [],
+  startTimeoutMs = 30_000,
+): Promise<Running> {
   const port = await freePort();
   // tsx runs the process as a child of its own; spawning node with tsx's loader keeps one process to measure.
   // BENCH_NODE_ARGS passes flags to the measured processes, e.g. --cpu-prof to see where time goes,

@@ -15,18 +15,19 @@
 // 8 connections, alone and beside 2 connections posting 250 new projects), on data made as the bench
 // makes it. --fill n first posts n more projects to each build's table (the bench's table holds
 // some 170,000 when its mixed case runs, after the 10-s bulk POST case).
-import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+
 import { randomBytes, randomUUID } from 'node:crypto';
+import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { mixedLoads } from './cases.ts';
-import { BENCH_HOST, legacyData, mintSecrets, projects, type LegacyData } from './fixtures.ts';
-import { measure, type Load } from './measure.ts';
-import { productionStart, startProcess, type Running } from './processes.ts';
-import { FakeWorkshop } from '../test/helpers/workshop.ts';
-import { backendCpu, backendMsSince } from './pg-backends.ts';
 import pg from 'pg';
+import { FakeWorkshop } from '../test/helpers/workshop.ts';
+import { mixedLoads } from './cases.ts';
+import { BENCH_HOST, type LegacyData, legacyData, mintSecrets, projects } from './fixtures.ts';
+import { type Load, measure } from './measure.ts';
+import { backendCpu, backendMsSince } from './pg-backends.ts';
+import { productionStart, type Running, startProcess } from './processes.ts';
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -42,7 +43,10 @@ const { values, positionals } = parseArgs({
 });
 const builds = positionals.map((arg) => {
   const name = arg.slice(0, Math.max(0, arg.indexOf('=')));
-  const [entry, ...extraFlags] = arg.slice(arg.indexOf('=') + 1).split(' ').filter(Boolean);
+  const [entry, ...extraFlags] = arg
+    .slice(arg.indexOf('=') + 1)
+    .split(' ')
+    .filter(Boolean);
   if (!name || !entry) throw new Error(`expected <name>=<server.js>, got ${arg}`);
   return { name, entry, extraFlags };
 });
@@ -85,10 +89,16 @@ const windows: Array<[number, number]> = [];
 const nowUs = () => Number(process.hrtime.bigint() / 1000n);
 
 /** Runs of consecutive non-idle samples, in ms, and the busy share by function (self time). */
-function stretches(profile: Profile): { runs: number[]; busyMs: number; top: Array<[string, number]>; inclusive: Array<[string, number]> } {
+function stretches(profile: Profile): {
+  runs: number[];
+  busyMs: number;
+  top: Array<[string, number]>;
+  inclusive: Array<[string, number]>;
+} {
   const byId = new Map(profile.nodes.map((node) => [node.id, node]));
   const parentOf = new Map<number, number>();
-  for (const node of profile.nodes as Array<{ id: number; children?: number[] }>) for (const child of node.children ?? []) parentOf.set(child, node.id);
+  for (const node of profile.nodes as Array<{ id: number; children?: number[] }>)
+    for (const child of node.children ?? []) parentOf.set(child, node.id);
   const runs: number[] = [];
   const self = new Map<string, number>();
   const total = new Map<string, number>();
@@ -108,7 +118,8 @@ function stretches(profile: Profile): { runs: number[]; busyMs: number; top: Arr
     }
     current += dt;
     busy += dt;
-    const keyOf = (frame: Profile['nodes'][number]['callFrame']) => `${frame.functionName || '(anonymous)'} ${frame.url.split('/').slice(-2).join('/')}:${frame.lineNumber}`;
+    const keyOf = (frame: Profile['nodes'][number]['callFrame']) =>
+      `${frame.functionName || '(anonymous)'} ${frame.url.split('/').slice(-2).join('/')}:${frame.lineNumber}`;
     const key = keyOf(node.callFrame);
     self.set(key, (self.get(key) ?? 0) + dt);
     const seen = new Set<string>();
@@ -136,11 +147,22 @@ try {
   const secrets = await mintSecrets(databaseUrl, 1);
   if (values.database) await (admin = new pg.Client({ connectionString: values.database })).connect();
   const start = productionStart();
-  const env = { ...start.env, SECRETS_KEY: randomBytes(32).toString('base64'), DATABASE_URL: databaseUrl, BASE_URL: `https://${BENCH_HOST}`, RATE_LIMIT_V1: '1000000000', RATE_LIMIT_V4: '1000000000', LOG_LEVEL: 'info', WORKSHOP_URL: workshop.template };
+  const env = {
+    ...start.env,
+    SECRETS_KEY: randomBytes(32).toString('base64'),
+    DATABASE_URL: databaseUrl,
+    BASE_URL: `https://${BENCH_HOST}`,
+    RATE_LIMIT_V1: '1000000000',
+    RATE_LIMIT_V4: '1000000000',
+    LOG_LEVEL: 'info',
+    WORKSHOP_URL: workshop.template,
+  };
   for (const [index, build] of builds.entries()) {
     const profileDir = join(dir, `profile-${index}`);
     profileDirs.push(profileDir);
-    const flags = values.profile ? [...start.flags, '--cpu-prof', '--cpu-prof-interval', '100', '--cpu-prof-dir', profileDir] : start.flags;
+    const flags = values.profile
+      ? [...start.flags, '--cpu-prof', '--cpu-prof-interval', '100', '--cpu-prof-dir', profileDir]
+      : start.flags;
     // On SQLite each build writes a copy of its own: two processes writing one file would wait on each other.
     let own = env;
     if (!values.database) {
@@ -148,34 +170,58 @@ try {
       own = { ...env, DATABASE_URL: `sqlite:${join(dir, `bench-${index}.db`)}` };
     }
     // On PostgreSQL each server's connections carry an application_name of their own, so its backends' CPU counts too.
-    servers.push(await startProcess(build.entry, { ...own, PGAPPNAME: `rest-cpu-${process.pid}-${index}` }, '/healthz', [...flags, ...build.extraFlags]));
+    servers.push(
+      await startProcess(build.entry, { ...own, PGAPPNAME: `rest-cpu-${process.pid}-${index}` }, '/healthz', [
+        ...flags,
+        ...build.extraFlags,
+      ]),
+    );
   }
   const projectIds: string[] = [];
-  for (const server of servers) projectIds.push(values.database && projectIds.length > 0 ? projectIds[0]! : await projects(server.url, secrets.accessToken, 300));
+  for (const server of servers)
+    projectIds.push(
+      values.database && projectIds.length > 0 ? projectIds[0]! : await projects(server.url, secrets.accessToken, 300),
+    );
   const headers = { authorization: `Bearer ${secrets.accessToken}` };
-  const body = (count = 250) => JSON.stringify(Array.from({ length: count }, (_, n) => ({ projectId: randomUUID(), title: `Bulk ${n}`, description: 'bench' })));
+  const body = (count = 250) =>
+    JSON.stringify(
+      Array.from({ length: count }, (_, n) => ({ projectId: randomUUID(), title: `Bulk ${n}`, description: 'bench' })),
+    );
   // The bench's table: its own projects posted in the largest arrays a POST takes.
   for (const server of values.database ? servers.slice(0, 1) : servers) {
     for (let made = 0; made < Number(values.fill); made += 1000) {
-      const response = await fetch(`${server.url}/v4/projects`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: body(Math.min(1000, Number(values.fill) - made)) });
+      const response = await fetch(`${server.url}/v4/projects`, {
+        method: 'POST',
+        headers: { ...headers, 'content-type': 'application/json' },
+        body: body(Math.min(1000, Number(values.fill) - made)),
+      });
       if (!response.ok) throw new Error(`filling: ${response.status} ${await response.text()}`);
       await response.arrayBuffer();
     }
   }
   const load: Load =
     values.case === 'post'
-      ? { method: 'POST', path: '/v4/projects', headers: { ...headers, 'content-type': 'application/json' }, next: () => ({ body: body() }) }
+      ? {
+          method: 'POST',
+          path: '/v4/projects',
+          headers: { ...headers, 'content-type': 'application/json' },
+          next: () => ({ body: body() }),
+        }
       : { path: '/v4/projects?pageSize=250', headers };
   const connections = Number(values.connections ?? (values.case === 'post' ? 2 : 10));
   const options = { seconds: Number(values.seconds), connections };
   if (values.case === 'mixed') {
     const legacy: LegacyData[] = [];
-    for (const server of values.database ? servers.slice(0, 1) : servers) legacy.push(await legacyData(server.url, workshop, 10_000));
-    const loads = servers.map((_, index) => mixedLoads(legacy[values.database ? 0 : index]!, secrets.accessToken, projectIds[index]!));
+    for (const server of values.database ? servers.slice(0, 1) : servers)
+      legacy.push(await legacyData(server.url, workshop, 10_000));
+    const loads = servers.map((_, index) =>
+      mixedLoads(legacy[values.database ? 0 : index]!, secrets.accessToken, projectIds[index]!),
+    );
     const reads = (index: number): Load => loads[index]!.reads;
     const writes = loads[0]!.writes;
     const seconds = Number(values.seconds);
-    for (const [index, server] of servers.entries()) await measure(server.url, reads(index), { seconds: 1, connections: 8 });
+    for (const [index, server] of servers.entries())
+      await measure(server.url, reads(index), { seconds: 1, connections: 8 });
     for (let round = 1; round <= Number(values.rounds); round++) {
       for (const index of builds.map((_, index) => (index + round) % builds.length)) {
         const server = servers[index]!;
@@ -184,21 +230,32 @@ try {
         const threadsBefore = threadCpuMs(server.pid);
         const waitedBefore = runQueueMs(server.pid);
         const from = nowUs();
-        const [under, writing] = await Promise.all([measure(server.url, reads(index), { seconds, connections: 8 }), measure(server.url, writes, { seconds, connections: 2 })]);
+        const [under, writing] = await Promise.all([
+          measure(server.url, reads(index), { seconds, connections: 8 }),
+          measure(server.url, writes, { seconds, connections: 2 }),
+        ]);
         const cpu = cpuMs(server.pid) - before;
         const waited = runQueueMs(server.pid) - waitedBefore;
         windows.push([from, nowUs()]);
         counts[index]! += writing.requests;
-        const perThread = [...threadCpuMs(server.pid)].map(([thread, ms]) => [thread, ms - (threadsBefore.get(thread) ?? 0)] as const).filter(([, ms]) => ms > 0);
+        const perThread = [...threadCpuMs(server.pid)]
+          .map(([thread, ms]) => [thread, ms - (threadsBefore.get(thread) ?? 0)] as const)
+          .filter(([, ms]) => ms > 0);
         console.log(`  request thread waited for a core ${Math.round(waited)} ms over ${seconds} s beside POSTs`);
-        console.log(`  per POST by thread: ${perThread.sort((a, b) => b[1] - a[1]).map(([thread, ms]) => `${thread} ${(ms / Math.max(1, writing.requests)).toFixed(1)}`).join(', ')} ms`);
+        console.log(
+          `  per POST by thread: ${perThread
+            .sort((a, b) => b[1] - a[1])
+            .map(([thread, ms]) => `${thread} ${(ms / Math.max(1, writing.requests)).toFixed(1)}`)
+            .join(', ')} ms`,
+        );
         console.log(
           `round ${round} ${builds[index]!.name}: alone p50 ${alone.p50} p99 ${alone.p99}; beside POSTs p50 ${under.p50} p99 ${under.p99} (${(under.p99 / alone.p99).toFixed(1)} ×); POSTs ${writing.requests} (${writing.failed} failed), server CPU ${(cpu / (writing.requests * 1 + under.requests * 0.05)).toFixed(1)} ms per POST-equivalent`,
         );
       }
     }
   }
-  if (values.case !== 'mixed') for (const server of servers) await measure(server.url, load, { ...options, seconds: 1 }); // warm-up
+  if (values.case !== 'mixed')
+    for (const server of servers) await measure(server.url, load, { ...options, seconds: 1 }); // warm-up
   const perRequest: number[][] = builds.map(() => []);
   for (let round = 1; round <= (values.case === 'mixed' ? 0 : Number(values.rounds)); round++) {
     const order = builds.map((_, index) => (index + round) % builds.length);
@@ -216,15 +273,23 @@ try {
       if (measured.failed > 0) throw new Error(`${builds[index]!.name}: ${measured.failed} failed requests`);
       counts[index]! += measured.requests;
       perRequest[index]!.push((serverMs + backendMs) / measured.requests);
-      const pgPart = admin ? ` (server ${(serverMs / measured.requests).toFixed(2)} + PostgreSQL ${(backendMs / measured.requests).toFixed(2)})` : '';
-      line[index] = `${builds[index]!.name} ${measured.requestsPerSecond} req/s ${perRequest[index]!.at(-1)!.toFixed(2)} CPU ms${pgPart}`;
+      const pgPart = admin
+        ? ` (server ${(serverMs / measured.requests).toFixed(2)} + PostgreSQL ${(backendMs / measured.requests).toFixed(2)})`
+        : '';
+      line[index] =
+        `${builds[index]!.name} ${measured.requestsPerSecond} req/s ${perRequest[index]!.at(-1)!.toFixed(2)} CPU ms${pgPart}`;
     }
     console.log(`round ${round}: ${line.join('; ')}`);
   }
   const median = (list: number[]) => [...list].sort((a, b) => a - b)[Math.floor(list.length / 2)]!;
-  if (values.case !== 'mixed') for (const [index, build] of builds.entries()) console.log(`${build.name}: CPU ms per request, median ${median(perRequest[index]!).toFixed(2)} (${perRequest[index]!.map((v) => v.toFixed(2)).join(' ')})`);
+  if (values.case !== 'mixed')
+    for (const [index, build] of builds.entries())
+      console.log(
+        `${build.name}: CPU ms per request, median ${median(perRequest[index]!).toFixed(2)} (${perRequest[index]!.map((v) => v.toFixed(2)).join(' ')})`,
+      );
 } finally {
-  for (const [index, server] of servers.entries()) console.log(`${builds[index]!.name}: peak RSS ${server.memory().peakMiB} MiB`);
+  for (const [index, server] of servers.entries())
+    console.log(`${builds[index]!.name}: peak RSS ${server.memory().peakMiB} MiB`);
   for (const server of servers) await server.stop();
   await workshop.stop();
   await admin?.end();
@@ -232,12 +297,16 @@ try {
     for (const [index, build] of builds.entries()) {
       const files = readdirSync(profileDirs[index]!).filter((file) => file.endsWith('.cpuprofile'));
       for (const file of files) {
-        const { runs, busyMs, top, inclusive } = stretches(JSON.parse(readFileSync(join(profileDirs[index]!, file), 'utf8')) as Profile);
+        const { runs, busyMs, top, inclusive } = stretches(
+          JSON.parse(readFileSync(join(profileDirs[index]!, file), 'utf8')) as Profile,
+        );
         // A worker thread's profile (the checkpointer's, an idle batch writer's) may hold no busy sample in the windows.
         if (runs.length === 0) continue;
         runs.sort((a, b) => a - b);
         const at = (q: number) => runs[Math.min(runs.length - 1, Math.floor(q * runs.length))]!.toFixed(2);
-        console.log(`\n${build.name}: busy ${busyMs.toFixed(0)} ms over the profile; synchronous stretches ≥ 1 ms: ${runs.filter((r) => r >= 1).length}; p50 ${at(0.5)} p90 ${at(0.9)} p99 ${at(0.99)} max ${at(1)} ms; busy per request ~${(busyMs / Math.max(1, counts[index]!)).toFixed(2)} ms`);
+        console.log(
+          `\n${build.name}: busy ${busyMs.toFixed(0)} ms over the profile; synchronous stretches ≥ 1 ms: ${runs.filter((r) => r >= 1).length}; p50 ${at(0.5)} p90 ${at(0.9)} p99 ${at(0.99)} max ${at(1)} ms; busy per request ~${(busyMs / Math.max(1, counts[index]!)).toFixed(2)} ms`,
+        );
         console.log('  self:');
         for (const [name, ms] of top) console.log(`  ${((100 * ms) / busyMs).toFixed(1).padStart(5)} %  ${name}`);
         console.log('  inclusive:');

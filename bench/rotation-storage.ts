@@ -58,12 +58,33 @@ function measure(design: 'today' | 'token table', autocheckpoint: number, group:
   db.pragma('synchronous = NORMAL');
   db.pragma('foreign_keys = ON');
   db.pragma(`wal_autocheckpoint = ${autocheckpoint}`);
-  const refreshHashes = (db.prepare(design === 'today' ? 'select refresh_token_hash h from sessions' : 'select token_hash h from tokens where kind = 1').all() as Array<{ h: string }>).map((row) => row.h);
-  const accessOf = new Map((db.prepare('select session_id s, token_hash h from tokens where kind = 0').all() as Array<{ s: string; h: string }>).map((row) => [row.s, row.h]));
+  const refreshHashes = (
+    db
+      .prepare(
+        design === 'today'
+          ? 'select refresh_token_hash h from sessions'
+          : 'select token_hash h from tokens where kind = 1',
+      )
+      .all() as Array<{ h: string }>
+  ).map((row) => row.h);
+  const accessOf = new Map(
+    (
+      db.prepare('select session_id s, token_hash h from tokens where kind = 0').all() as Array<{
+        s: string;
+        h: string;
+      }>
+    ).map((row) => [row.s, row.h]),
+  );
   const find = db.prepare('select session_id, scope, refresh_expires_at from sessions where refresh_token_hash = ?');
-  const rotate = db.prepare('update sessions set access_token_hash = ?, access_expires_at = ?, refresh_token_hash = ?, refresh_expires_at = ?, last_used_at = ? where session_id = ? and refresh_token_hash = ?');
-  const record = db.prepare('insert into rotated_refresh_tokens (refresh_token_hash, session_id, expires_at) values (?, ?, ?)');
-  const findToken = db.prepare('select t.session_id, t.expires_at, t.consumed_at, s.scope from tokens t join sessions2 s using (session_id) where t.token_hash = ?');
+  const rotate = db.prepare(
+    'update sessions set access_token_hash = ?, access_expires_at = ?, refresh_token_hash = ?, refresh_expires_at = ?, last_used_at = ? where session_id = ? and refresh_token_hash = ?',
+  );
+  const record = db.prepare(
+    'insert into rotated_refresh_tokens (refresh_token_hash, session_id, expires_at) values (?, ?, ?)',
+  );
+  const findToken = db.prepare(
+    'select t.session_id, t.expires_at, t.consumed_at, s.scope from tokens t join sessions2 s using (session_id) where t.token_hash = ?',
+  );
   const consume = db.prepare('update tokens set consumed_at = ? where token_hash = ? and consumed_at is null');
   const insertToken = db.prepare('insert into tokens values (?,?,?,?,null)');
   const deleteToken = db.prepare('delete from tokens where token_hash = ?');
@@ -104,7 +125,9 @@ try {
   for (const design of ['today', 'token table'] as const) {
     for (const autocheckpoint of [1000, 0]) {
       for (const group of [1, 10]) {
-        console.log(`| ${design} | ${autocheckpoint ? `every ${autocheckpoint} pages` : 'none'} | ${group} | ${measure(design, autocheckpoint, group).toFixed(0)} |`);
+        console.log(
+          `| ${design} | ${autocheckpoint ? `every ${autocheckpoint} pages` : 'none'} | ${group} | ${measure(design, autocheckpoint, group).toFixed(0)} |`,
+        );
       }
     }
   }

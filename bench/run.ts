@@ -12,39 +12,39 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { FakeWorkshop } from '../test/helpers/workshop.ts';
 import {
+  bulkPostFloor,
+  bulkPostLoad,
+  type Case,
+  engramListLoads,
+  type Grant,
+  grantLoads,
+  mixedLoads,
   PAGE_PATH,
   PEER_ROW_PREFIX,
+  type PeerStorage,
+  pageFloor,
+  peerRowName,
+  peersOf,
+  peerTargets,
+  projectFloor,
   REFERENCE,
+  referenceWithBearer,
+  standardCases,
+  type Target,
   V1_JUDGED,
   V4_BULK_POST,
   V4_PAGE,
   V4_SINGLE_GETS,
-  bulkPostFloor,
-  bulkPostLoad,
-  engramListLoads,
-  grantLoads,
-  mixedLoads,
-  pageFloor,
-  peerRowName,
-  projectFloor,
-  peerTargets,
-  peersOf,
-  referenceWithBearer,
-  standardCases,
   v1Floor,
-  type Case,
-  type Grant,
-  type PeerStorage,
-  type Target,
 } from './cases.ts';
 import { BENCH_HOST, legacyData, mintSecrets, projects } from './fixtures.ts';
 import { largeListCases } from './large-lists.ts';
-import { measure, type Figures, type Load } from './measure.ts';
+import { type Figures, type Load, measure } from './measure.ts';
 import { freshSchema } from './postgres-schema.ts';
-import { productionStart, startProcess, type Running } from './processes.ts';
+import { productionStart, type Running, startProcess } from './processes.ts';
 import { GRANTS, noteFloorShares, tokenFloorRows } from './token-floors.ts';
-import { FakeWorkshop } from '../test/helpers/workshop.ts';
 
 const { values } = parseArgs({
   options: {
@@ -141,7 +141,10 @@ const references = new Map<string, { server: Running; load: Load; stop: () => Pr
  */
 async function floor(bearer?: { databaseUrl: string; accessToken: string }): Promise<Row> {
   const server = await startProcess(FLOOR, bearer ? { FLOOR_BEARER_DATABASE: bearer.databaseUrl } : {}, FLOOR_PATH);
-  const load: Load = { path: FLOOR_PATH, headers: bearer ? { authorization: `Bearer ${bearer.accessToken}` } : undefined };
+  const load: Load = {
+    path: FLOOR_PATH,
+    headers: bearer ? { authorization: `Bearer ${bearer.accessToken}` } : undefined,
+  };
   const name = bearer ? referenceWithBearer(databaseLabel) : REFERENCE;
   references.set(name, { server, load, stop: () => server.stop() });
   await measure(server.url, load, { seconds: 2, connections }); // warm-up
@@ -157,7 +160,12 @@ async function floor(bearer?: { databaseUrl: string; accessToken: string }): Pro
 async function floorOnServiceData(name: string, load: Load): Promise<Row> {
   const { server } = floorReference(name, load);
   await measure(server.url, load, { seconds: 2, connections }); // warm-up
-  return { name, connections, ...(await measure(server.url, load, { seconds, connections })), serverRssMiB: server.memory().peakMiB };
+  return {
+    name,
+    connections,
+    ...(await measure(server.url, load, { seconds, connections })),
+    serverRssMiB: server.memory().peakMiB,
+  };
 }
 
 /** Registers `load` on the reference + bearer's server as the reference `name` (cases measure around it). */
@@ -173,7 +181,9 @@ function floorReference(name: string, load: Load): { server: Running } {
  * later and used 2 s of CPU within 3 s, on the two cores the v4 GETs were being measured on.
  */
 async function stopPeersNotNeeded(remaining: readonly Case[]): Promise<void> {
-  const needed = new Set(remaining.flatMap((item) => (item.targets ?? []).flatMap((target) => ('of' in target ? [target.of] : []))));
+  const needed = new Set(
+    remaining.flatMap((item) => (item.targets ?? []).flatMap((target) => ('of' in target ? [target.of] : []))),
+  );
   const peers = [...references].filter(([name]) => name.startsWith(PEER_ROW_PREFIX));
   // A peer's two rows share one server: stopped when neither is needed.
   const stillNeeded = new Set(peers.filter(([name]) => needed.has(name)).map(([, reference]) => reference.stop));
@@ -206,7 +216,14 @@ const SLICES = 5;
  */
 async function measureCase(server: Running, name: string, targets: Target[] | undefined, load: Load): Promise<Row> {
   const bases = (targets ?? []).flatMap((target) => ('of' in target && references.has(target.of) ? [target.of] : []));
-  if (bases.length === 0) return { name, targets, connections, ...(await measureWarm(server.url, load)), serverRssMiB: server.memory().peakMiB };
+  if (bases.length === 0)
+    return {
+      name,
+      targets,
+      connections,
+      ...(await measureWarm(server.url, load)),
+      serverRssMiB: server.memory().peakMiB,
+    };
   if (!load.next) await measure(server.url, load, { seconds: 1, connections });
   const slice = seconds / SLICES;
   // Only the reference's good answers count: a peer whose single-use secrets ran out answers 400
@@ -227,7 +244,9 @@ async function measureCase(server: Running, name: string, targets: Target[] | un
     slices.push(await measure(server.url, load, { seconds: slice, connections }));
     await onReferences();
   }
-  const around = Object.fromEntries(bases.map((base) => [base, Math.round(referenceRequests[base]! / ((SLICES + 1) * slice))]));
+  const around = Object.fromEntries(
+    bases.map((base) => [base, Math.round(referenceRequests[base]! / ((SLICES + 1) * slice))]),
+  );
   const requests = slices.reduce((sum, figures) => sum + figures.requests, 0);
   const figures: Figures = {
     requests,
@@ -235,7 +254,9 @@ async function measureCase(server: Running, name: string, targets: Target[] | un
     p50: slices.map((figures) => figures.p50).sort((a, b) => a - b)[Math.floor(SLICES / 2)]!,
     p99: Math.max(...slices.map((figures) => figures.p99)),
     failed: slices.reduce((sum, figures) => sum + figures.failed, 0) + failedAround,
-    bytesPerAnswer: Math.round(slices.reduce((sum, figures) => sum + figures.bytesPerAnswer * figures.requests, 0) / Math.max(1, requests)),
+    bytesPerAnswer: Math.round(
+      slices.reduce((sum, figures) => sum + figures.bytesPerAnswer * figures.requests, 0) / Math.max(1, requests),
+    ),
   };
   const note =
     `${SLICES} slices; around them: ${bases.map((base) => `${shortName(base)} ${around[base]} req/s`).join(', ')}` +
@@ -252,7 +273,11 @@ async function peer(storage: PeerStorage): Promise<Row[]> {
   if (grants.length === 0) return [];
   const dir = mkdtempSync(join(tmpdir(), 'bench-peer-'));
   const file = join(dir, 'secrets.json');
-  const env: Record<string, string> = { PEER_STORAGE: storage, PEER_SECRETS_FILE: file, PEER_MINT: String(SECRETS_PER_SERVER) };
+  const env: Record<string, string> = {
+    PEER_STORAGE: storage,
+    PEER_SECRETS_FILE: file,
+    PEER_MINT: String(SECRETS_PER_SERVER),
+  };
   if (storage === 'sqlite') env.PEER_SQLITE_FILE = join(dir, 'peer.db');
   if (storage === 'postgres') env.PEER_DATABASE_URL = values.database!;
   if (storage === 'redis' && process.env.BENCH_REDIS_URL) env.PEER_REDIS_URL = process.env.BENCH_REDIS_URL;
@@ -265,7 +290,14 @@ async function peer(storage: PeerStorage): Promise<Row[]> {
     rmSync(dir, { recursive: true, force: true });
   };
   try {
-    const secrets = JSON.parse(readFileSync(file, 'utf8')) as { clientId: string; redirectUri: string; codeVerifier: string; codes: string[]; refreshTokens: string[]; storage: string };
+    const secrets = JSON.parse(readFileSync(file, 'utf8')) as {
+      clientId: string;
+      redirectUri: string;
+      codeVerifier: string;
+      codes: string[];
+      refreshTokens: string[];
+      storage: string;
+    };
     const rows: Row[] = [];
     const loads = grantLoads('/token', secrets);
     for (const grant of grants) {
@@ -273,7 +305,13 @@ async function peer(storage: PeerStorage): Promise<Row[]> {
       const load = loads[grant];
       references.set(name, { server, load, stop });
       process.stderr.write(`${name}…\n`);
-      rows.push({ name, connections, ...(await measure(server.url, load, { seconds, connections })), serverRssMiB: server.memory().peakMiB, note: secrets.storage });
+      rows.push({
+        name,
+        connections,
+        ...(await measure(server.url, load, { seconds, connections })),
+        serverRssMiB: server.memory().peakMiB,
+        note: secrets.storage,
+      });
     }
     return rows;
   } catch (error) {
@@ -294,7 +332,15 @@ async function runStandard(): Promise<Row[]> {
     process.stderr.write('minting codes and refresh tokens…\n');
     const secrets = await mintSecrets(databaseUrl, grantsWanted ? SECRETS_PER_SERVER : 10);
     const rows: Row[] = [];
-    if ([referenceWithBearer(databaseLabel), ...V4_SINGLE_GETS, V4_PAGE, V4_BULK_POST, ...(databaseLabel === 'PostgreSQL' ? V1_JUDGED : [])].some(wanted)) {
+    if (
+      [
+        referenceWithBearer(databaseLabel),
+        ...V4_SINGLE_GETS,
+        V4_PAGE,
+        V4_BULK_POST,
+        ...(databaseLabel === 'PostgreSQL' ? V1_JUDGED : []),
+      ].some(wanted)
+    ) {
       process.stderr.write(`${referenceWithBearer(databaseLabel)}…\n`);
       rows.push(await floor({ databaseUrl, accessToken: secrets.accessToken }));
     }
@@ -304,20 +350,48 @@ async function runStandard(): Promise<Row[]> {
       const floorSchema = values.database ? await freshSchema(values.database, 'bench_floor') : undefined;
       try {
         const floorDatabaseUrl = floorSchema?.url ?? `sqlite:${join(dir, 'floor.db')}`;
-        rows.push(...(await tokenFloorRows({ databaseUrl: floorDatabaseUrl, secretsCount: SECRETS_PER_SERVER, database: databaseLabel, seconds, connections, wanted, measure: measureWarm, targets: (grant) => peerTargets(databaseLabel, grant) })));
+        rows.push(
+          ...(await tokenFloorRows({
+            databaseUrl: floorDatabaseUrl,
+            secretsCount: SECRETS_PER_SERVER,
+            database: databaseLabel,
+            seconds,
+            connections,
+            wanted,
+            measure: measureWarm,
+            targets: (grant) => peerTargets(databaseLabel, grant),
+          })),
+        );
       } finally {
         await floorSchema?.drop();
       }
     }
-    const server = await startProcess(SERVER, { ...START.env, ...serverEnv(databaseUrl, workshop.template) }, '/healthz', START.flags);
+    const server = await startProcess(
+      SERVER,
+      { ...START.env, ...serverEnv(databaseUrl, workshop.template) },
+      '/healthz',
+      START.flags,
+    );
     rows.push(
-      { name: `${databaseLabel}: start to healthy (ms)`, targets: [{ kind: 'at most', value: 1000 }], value: server.startMs },
-      { name: `${databaseLabel}: server RSS when idle after start (MiB)`, targets: [{ kind: 'at most', value: 80 }], value: server.memory().rssMiB },
+      {
+        name: `${databaseLabel}: start to healthy (ms)`,
+        targets: [{ kind: 'at most', value: 1000 }],
+        value: server.startMs,
+      },
+      {
+        name: `${databaseLabel}: server RSS when idle after start (MiB)`,
+        targets: [{ kind: 'at most', value: 80 }],
+        value: server.memory().rssMiB,
+      },
     );
     // V8 grows its heap while the server starts and gives the surplus back once the process has been
     // idle for a while (its memory reducer, 10–35 s after start in our runs): the idle figure once it settled.
     await new Promise((resolve) => setTimeout(resolve, IDLE_SETTLE_MS));
-    rows.push({ name: `${databaseLabel}: server RSS idle ${IDLE_SETTLE_MS / 1000} s after start (MiB)`, targets: [{ kind: 'at most', value: 80 }], value: server.memory().rssMiB });
+    rows.push({
+      name: `${databaseLabel}: server RSS idle ${IDLE_SETTLE_MS / 1000} s after start (MiB)`,
+      targets: [{ kind: 'at most', value: 80 }],
+      value: server.memory().rssMiB,
+    });
     try {
       process.stderr.write('creating v1 and v4 data through the API…\n');
       const legacy = await legacyData(server.url, workshop, 10_000);
@@ -326,7 +400,9 @@ async function runStandard(): Promise<Row[]> {
       for (const [name, load, forCases] of [
         [pageFloor(databaseLabel), { path: PAGE_PATH, headers: bearer }, [V4_PAGE]],
         [projectFloor(databaseLabel), { path: `/v4/projects/${projectId}`, headers: bearer }, V4_SINGLE_GETS],
-        ...(databaseLabel === 'PostgreSQL' ? [[v1Floor(databaseLabel), { path: `/v1-floor/user.php/${legacy.signer.userId}` }, V1_JUDGED] as const] : []),
+        ...(databaseLabel === 'PostgreSQL'
+          ? [[v1Floor(databaseLabel), { path: `/v1-floor/user.php/${legacy.signer.userId}` }, V1_JUDGED] as const]
+          : []),
       ] as const) {
         if (!forCases.some(wanted) || !references.has(referenceWithBearer(databaseLabel))) continue;
         process.stderr.write(`${name}…\n`);
@@ -334,7 +410,8 @@ async function runStandard(): Promise<Row[]> {
       }
       // The bulk-POST floor is measured only around its case, in slices: a row of its own before the
       // cases would add ~300,000 projects to the user's, which the 250-item page counts.
-      if (wanted(V4_BULK_POST) && databaseLabel === 'PostgreSQL') floorReference(bulkPostFloor(databaseLabel), bulkPostLoad(secrets.accessToken));
+      if (wanted(V4_BULK_POST) && databaseLabel === 'PostgreSQL')
+        floorReference(bulkPostFloor(databaseLabel), bulkPostLoad(secrets.accessToken));
       const cases = standardCases(legacy, secrets, projectId, databaseLabel).filter((item) => wanted(item.name));
       for (const [index, item] of cases.entries()) {
         process.stderr.write(`${item.name}…\n`);
@@ -344,7 +421,12 @@ async function runStandard(): Promise<Row[]> {
       rows.push(...(await engramLists(server)));
       rows.push(...(await mixed(server, legacy, secrets.accessToken, projectId)));
       // VmHWM of the server process: its peak from start to here, every case above included.
-      rows.push({ name: `${databaseLabel}: server peak RSS over the run (MiB)`, targets: [{ kind: 'at most', value: 150 }], value: server.memory().peakMiB, note: partial });
+      rows.push({
+        name: `${databaseLabel}: server peak RSS over the run (MiB)`,
+        targets: [{ kind: 'at most', value: 150 }],
+        value: server.memory().peakMiB,
+        note: partial,
+      });
       return rows;
     } finally {
       await server.stop();
@@ -379,7 +461,12 @@ async function engramLists(server: Running): Promise<Row[]> {
  * The GETs are sent by the node:http client, which times answers to the microsecond: autocannon
  * keeps whole milliseconds, and a p99 alone of "1 ms" made the ratio a matter of rounding.
  */
-async function mixed(server: Running, legacy: Parameters<typeof mixedLoads>[0], accessToken: string, projectId: string): Promise<Row[]> {
+async function mixed(
+  server: Running,
+  legacy: Parameters<typeof mixedLoads>[0],
+  accessToken: string,
+  projectId: string,
+): Promise<Row[]> {
   const { reads, writes } = mixedLoads(legacy, accessToken, projectId);
   const aloneName = `${databaseLabel} mixed: the GETs alone`;
   const name = `${databaseLabel} mixed: p99 of single-object GETs while 2 connections POST 250 new projects`;
@@ -468,13 +555,17 @@ function judge(rows: Row[], hello: number): void {
   for (const row of rows) {
     const value = row.value ?? row.requestsPerSecond;
     if (!row.targets || value === undefined) continue;
-    const verdicts = row.targets.map((target) => verdictOf(target, row, value, byName)).filter((verdict) => verdict !== undefined);
+    const verdicts = row.targets
+      .map((target) => verdictOf(target, row, value, byName))
+      .filter((verdict) => verdict !== undefined);
     if (verdicts.length > 0) {
       row.verdict = `${row.informational ? 'for information: ' : ''}${verdicts.join('; ')}`;
       row.judged = !row.informational;
     }
   }
-  for (const row of rows) if (row.verdict === undefined && row.requestsPerSecond !== undefined && row.p50 !== undefined) row.verdict = `${(row.requestsPerSecond / hello).toFixed(2)} × hello-world`;
+  for (const row of rows)
+    if (row.verdict === undefined && row.requestsPerSecond !== undefined && row.p50 !== undefined)
+      row.verdict = `${(row.requestsPerSecond / hello).toFixed(2)} × hello-world`;
   noteFloorShares(rows, databaseLabel);
 }
 

@@ -56,7 +56,12 @@ function answer(reply: FastifyReply, scope: string, now: number) {
     scope,
     now: now / 1000,
   };
-  return { body, accessHash: hash(accessToken), refreshHash: hash(refreshToken), send: () => reply.header('cache-control', 'no-store').header('pragma', 'no-cache').send(body) };
+  return {
+    body,
+    accessHash: hash(accessToken),
+    refreshHash: hash(refreshToken),
+    send: () => reply.header('cache-control', 'no-store').header('pragma', 'no-cache').send(body),
+  };
 }
 
 const invalidGrant = (reply: FastifyReply) => reply.code(400).send({ error: 'invalid_grant' });
@@ -67,9 +72,15 @@ async function refuse(reply: FastifyReply, clientId: string, secretHash: string 
   return rowCount === 0 ? reply.code(401).send({ error: 'invalid_client' }) : invalidGrant(reply);
 }
 
-const app = Fastify({ logger: { level: 'info', stream: pino.destination({ dest: 1, sync: false }) }, disableRequestLogging: true });
+const app = Fastify({
+  logger: { level: 'info', stream: pino.destination({ dest: 1, sync: false }) },
+  disableRequestLogging: true,
+});
 app.addHook('onResponse', (request, reply, done) => {
-  request.log.info({ method: request.method, path: request.url, status: reply.statusCode, ms: reply.elapsedTime }, 'request');
+  request.log.info(
+    { method: request.method, path: request.url, status: reply.statusCode, ms: reply.elapsedTime },
+    'request',
+  );
   done();
 });
 await app.register(rateLimit, { max: 1_000_000_000, timeWindow: 60_000 });
@@ -83,7 +94,16 @@ app.post('/v4/login', async (request, reply) => {
   const tokens = answer(reply, '', now);
   if (params.grant_type === 'refresh_token') {
     const oldHash = hash(params.refresh_token ?? '');
-    const values = [tokens.accessHash, now + ACCESS_MS, tokens.refreshHash, now + REFRESH_MS, now, oldHash, clientId, secretHash];
+    const values = [
+      tokens.accessHash,
+      now + ACCESS_MS,
+      tokens.refreshHash,
+      now + REFRESH_MS,
+      now,
+      oldHash,
+      clientId,
+      secretHash,
+    ];
     const rotated = await pool.query({ name: 'rotate', text: ROTATE, values });
     if (rotated.rowCount === 0) return refuse(reply, clientId, secretHash);
     tokens.body.scope = rotated.rows[0].scope;
@@ -92,7 +112,19 @@ app.post('/v4/login', async (request, reply) => {
   if (params.grant_type === 'authorization_code') {
     if (!params.code_verifier) return invalidGrant(reply);
     const challenge = createHash('sha256').update(params.code_verifier, 'ascii').digest('base64url');
-    const values = [randomUUID(), clientId, params.redirect_uri ?? null, challenge, now, tokens.accessHash, now + ACCESS_MS, tokens.refreshHash, hash(params.code ?? ''), now + REFRESH_MS, secretHash];
+    const values = [
+      randomUUID(),
+      clientId,
+      params.redirect_uri ?? null,
+      challenge,
+      now,
+      tokens.accessHash,
+      now + ACCESS_MS,
+      tokens.refreshHash,
+      hash(params.code ?? ''),
+      now + REFRESH_MS,
+      secretHash,
+    ];
     const exchanged = await pool.query({ name: 'exchange', text: EXCHANGE, values });
     if (exchanged.rowCount === 0) return refuse(reply, clientId, secretHash);
     tokens.body.scope = exchanged.rows[0].scope;

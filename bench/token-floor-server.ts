@@ -27,18 +27,36 @@ db.pragma('busy_timeout = 5000');
 const hash = (text: string) => createHash('sha256').update(text).digest('base64url');
 const ACCESS_MS = 3_600_000;
 const REFRESH_MS = 30 * 86_400_000;
-const findClient = db.prepare<[string], { client_id: string; secret_hash: string | null }>('select client_id, secret_hash from applications where client_id = ?');
-const findSession = db.prepare<[string], { session_id: string; client_id: string; scope: string; refresh_expires_at: number }>(
-  'select session_id, client_id, scope, refresh_expires_at from sessions where refresh_token_hash = ?',
+const findClient = db.prepare<[string], { client_id: string; secret_hash: string | null }>(
+  'select client_id, secret_hash from applications where client_id = ?',
 );
+const findSession = db.prepare<
+  [string],
+  { session_id: string; client_id: string; scope: string; refresh_expires_at: number }
+>('select session_id, client_id, scope, refresh_expires_at from sessions where refresh_token_hash = ?');
 const rotate = db.prepare(
   'update sessions set access_token_hash = ?, access_expires_at = ?, refresh_token_hash = ?, refresh_expires_at = ?, last_used_at = ? where session_id = ? and refresh_token_hash = ?',
 );
-const recordRotated = db.prepare('insert into rotated_refresh_tokens (refresh_token_hash, session_id, expires_at) values (?, ?, ?)');
-const findCode = db.prepare<[string], { client_id: string; user_id: string; redirect_uri: string; scope: string; code_challenge: string; expires_at: number; used_at: number | null }>(
+const recordRotated = db.prepare(
+  'insert into rotated_refresh_tokens (refresh_token_hash, session_id, expires_at) values (?, ?, ?)',
+);
+const findCode = db.prepare<
+  [string],
+  {
+    client_id: string;
+    user_id: string;
+    redirect_uri: string;
+    scope: string;
+    code_challenge: string;
+    expires_at: number;
+    used_at: number | null;
+  }
+>(
   'select client_id, user_id, redirect_uri, scope, code_challenge, expires_at, used_at from authorization_codes where code_hash = ?',
 );
-const claimCode = db.prepare('update authorization_codes set used_at = ?, session_id = ? where code_hash = ? and used_at is null');
+const claimCode = db.prepare(
+  'update authorization_codes set used_at = ?, session_id = ? where code_hash = ? and used_at is null',
+);
 const insertSession = db.prepare(
   'insert into sessions (session_id, user_id, client_id, scope, access_token_hash, access_expires_at, refresh_token_hash, refresh_expires_at, created_at, last_used_at) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
 );
@@ -74,7 +92,10 @@ if (tokenSchema) {
 }
 const tokenTable = tokenSchema
   ? {
-      find: db.prepare<[string], { session_id: string; client_id: string; scope: string; refresh_expires_at: number; access_token_hash: string }>(
+      find: db.prepare<
+        [string],
+        { session_id: string; client_id: string; scope: string; refresh_expires_at: number; access_token_hash: string }
+      >(
         'select t.session_id, s.client_id, s.scope, t.expires_at as refresh_expires_at, s.access_token_hash from floor_tokens t join floor_sessions s using (session_id) where t.token_hash = ? and t.kind = 1',
       ),
       retire: db.prepare('update floor_tokens set kind = 2 where token_hash = ? and kind = 1'),
@@ -83,15 +104,21 @@ const tokenTable = tokenSchema
       touch: db.prepare('update floor_sessions set access_token_hash = ?, last_used_at = ? where session_id = ?'),
     }
   : undefined;
-const rotateInTokenTable = db.transaction((values: [string, number, string, number, number], oldHash: string, session: { session_id: string; access_token_hash: string }) => {
-  const t = tokenTable!;
-  if (t.retire.run(oldHash).changes === 0) return false;
-  t.drop.run(session.access_token_hash);
-  t.add.run(values[0], session.session_id, 0, values[1]);
-  t.add.run(values[2], session.session_id, 1, values[3]);
-  t.touch.run(values[0], values[4], session.session_id);
-  return true;
-});
+const rotateInTokenTable = db.transaction(
+  (
+    values: [string, number, string, number, number],
+    oldHash: string,
+    session: { session_id: string; access_token_hash: string },
+  ) => {
+    const t = tokenTable!;
+    if (t.retire.run(oldHash).changes === 0) return false;
+    t.drop.run(session.access_token_hash);
+    t.add.run(values[0], session.session_id, 0, values[1]);
+    t.add.run(values[2], session.session_id, 1, values[3]);
+    t.touch.run(values[0], values[4], session.session_id);
+    return true;
+  },
+);
 // Nested in the group's transaction, each better-sqlite3 transaction function runs as a savepoint.
 const grouped: Array<{ work: () => boolean; done: (ok: boolean) => void }> = [];
 const commitGroup = db.transaction((batch: typeof grouped) => batch.map((item) => item.work()));
@@ -111,11 +138,19 @@ const group = process.env.GROUP === '1';
 // STORE=memory (bench/token-floor.ts, refresh only): the sessions are read once at start into a Map
 // and rotated there, never written: what the HTTP path and the crypto cost without storage.
 const inMemory = process.env.STORE === 'memory';
-type Session = { session_id: string; client_id: string; scope: string; refresh_expires_at: number; consumed_at?: number };
+type Session = {
+  session_id: string;
+  client_id: string;
+  scope: string;
+  refresh_expires_at: number;
+  consumed_at?: number;
+};
 const memory = new Map<string, Session>(
   inMemory
     ? db
-        .prepare<[], Session & { refresh_token_hash: string }>('select session_id, client_id, scope, refresh_expires_at, refresh_token_hash from sessions')
+        .prepare<[], Session & { refresh_token_hash: string }>(
+          'select session_id, client_id, scope, refresh_expires_at, refresh_token_hash from sessions',
+        )
         .all()
         .map((row) => [row.refresh_token_hash, row])
     : [],
@@ -137,7 +172,11 @@ function answer(reply: FastifyReply, scope: string, now: number) {
     scope,
     now: seconds,
   };
-  return { body, values: [hash(accessToken), now + ACCESS_MS, hash(refreshToken), now + REFRESH_MS], send: () => reply.header('cache-control', 'no-store').header('pragma', 'no-cache').send(body) };
+  return {
+    body,
+    values: [hash(accessToken), now + ACCESS_MS, hash(refreshToken), now + REFRESH_MS],
+    send: () => reply.header('cache-control', 'no-store').header('pragma', 'no-cache').send(body),
+  };
 }
 
 const invalidGrant = (reply: FastifyReply) => reply.code(400).send({ error: 'invalid_grant' });
@@ -149,9 +188,15 @@ function verifierMatches(verifier: string | undefined, challenge: string): boole
   return expected.length === actual.length && timingSafeEqual(expected, actual);
 }
 
-const app = Fastify({ logger: { level: 'info', stream: pino.destination({ dest: 1, sync: false }) }, disableRequestLogging: true });
+const app = Fastify({
+  logger: { level: 'info', stream: pino.destination({ dest: 1, sync: false }) },
+  disableRequestLogging: true,
+});
 app.addHook('onResponse', (request, reply, done) => {
-  request.log.info({ method: request.method, path: request.url, status: reply.statusCode, ms: reply.elapsedTime }, 'request');
+  request.log.info(
+    { method: request.method, path: request.url, status: reply.statusCode, ms: reply.elapsedTime },
+    'request',
+  );
   done();
 });
 await app.register(rateLimit, { max: 1_000_000_000, timeWindow: 60_000 });
@@ -164,8 +209,13 @@ app.post('/v4/login', async (request, reply) => {
   const now = Date.now();
   if (params.grant_type === 'refresh_token') {
     const oldHash = hash(params.refresh_token ?? '');
-    const session = inMemory ? memory.get(oldHash) : tokenSchema ? tokenTable!.find.get(oldHash) : findSession.get(oldHash);
-    if (!session || session.client_id !== client.client_id || session.refresh_expires_at <= now) return invalidGrant(reply);
+    const session = inMemory
+      ? memory.get(oldHash)
+      : tokenSchema
+        ? tokenTable!.find.get(oldHash)
+        : findSession.get(oldHash);
+    if (!session || session.client_id !== client.client_id || session.refresh_expires_at <= now)
+      return invalidGrant(reply);
     const tokens = answer(reply, session.scope, now);
     if (inMemory) {
       // The old token stays usable (marked, not removed), so the bench may hand the same tokens out again.
@@ -175,7 +225,8 @@ app.post('/v4/login', async (request, reply) => {
     }
     const values = [...tokens.values, now] as [string, number, string, number, number];
     const rotate = tokenSchema
-      ? () => rotateInTokenTable(values, oldHash, session as unknown as { session_id: string; access_token_hash: string })
+      ? () =>
+          rotateInTokenTable(values, oldHash, session as unknown as { session_id: string; access_token_hash: string })
       : () => rotation(values, oldHash, session.session_id, session.refresh_expires_at);
     const rotated = group ? await inGroup(rotate) : rotate();
     if (!rotated) return invalidGrant(reply);
@@ -184,10 +235,13 @@ app.post('/v4/login', async (request, reply) => {
   if (params.grant_type === 'authorization_code') {
     const codeHash = hash(params.code ?? '');
     const code = findCode.get(codeHash);
-    if (!code || code.client_id !== client.client_id || code.used_at !== null || code.expires_at <= now) return invalidGrant(reply);
-    if (code.redirect_uri !== params.redirect_uri || !verifierMatches(params.code_verifier, code.code_challenge)) return invalidGrant(reply);
+    if (!code || code.client_id !== client.client_id || code.used_at !== null || code.expires_at <= now)
+      return invalidGrant(reply);
+    if (code.redirect_uri !== params.redirect_uri || !verifierMatches(params.code_verifier, code.code_challenge))
+      return invalidGrant(reply);
     const tokens = answer(reply, code.scope, now);
-    const claim = () => exchange(codeHash, [randomUUID(), code.user_id, client.client_id, code.scope, ...tokens.values], now);
+    const claim = () =>
+      exchange(codeHash, [randomUUID(), code.user_id, client.client_id, code.scope, ...tokens.values], now);
     if (!(group ? await inGroup(claim) : claim())) return invalidGrant(reply);
     return tokens.send();
   }

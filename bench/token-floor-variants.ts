@@ -12,10 +12,12 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import Database from 'better-sqlite3';
 import { BENCH_HOST, mintSecrets } from './fixtures.ts';
-import { measure, type Load } from './measure.ts';
-import { startProcess, type Running } from './processes.ts';
+import { type Load, measure } from './measure.ts';
+import { type Running, startProcess } from './processes.ts';
 
-const { values } = parseArgs({ options: { seconds: { type: 'string', default: '3' }, rounds: { type: 'string', default: '3' } } });
+const { values } = parseArgs({
+  options: { seconds: { type: 'string', default: '3' }, rounds: { type: 'string', default: '3' } },
+});
 const seconds = Number(values.seconds);
 const rounds = Number(values.rounds);
 const connections = 10;
@@ -36,7 +38,7 @@ try {
   fold.pragma('wal_checkpoint(TRUNCATE)');
   fold.close();
   const variants: Array<[string, string, Record<string, string>]> = [
-    ['floor, today\'s schema', './bench/token-floor-server.ts', {}],
+    ["floor, today's schema", './bench/token-floor-server.ts', {}],
     ['floor, token-hash table', './bench/token-floor-server.ts', { SCHEMA: 'tokens' }],
     ['floor, group commit', './bench/token-floor-server.ts', { GROUP: '1' }],
     ['floor, token-hash table + group commit', './bench/token-floor-server.ts', { SCHEMA: 'tokens', GROUP: '1' }],
@@ -46,8 +48,18 @@ try {
   for (const [name, entry, env] of variants) {
     const path = join(dir, `${servers.length}.db`);
     copyFileSync(base, path);
-    const serviceEnv = { DATABASE_URL: `sqlite:${path}`, BASE_URL: `https://${BENCH_HOST}`, RATE_LIMIT_V1: '1000000000', RATE_LIMIT_V4: '1000000000', LOG_LEVEL: 'info' };
-    const server = await startProcess(entry, entry.endsWith('.js') ? serviceEnv : { DB: path, ...env }, entry.endsWith('.js') ? '/healthz' : '/');
+    const serviceEnv = {
+      DATABASE_URL: `sqlite:${path}`,
+      BASE_URL: `https://${BENCH_HOST}`,
+      RATE_LIMIT_V1: '1000000000',
+      RATE_LIMIT_V4: '1000000000',
+      LOG_LEVEL: 'info',
+    };
+    const server = await startProcess(
+      entry,
+      entry.endsWith('.js') ? serviceEnv : { DB: path, ...env },
+      entry.endsWith('.js') ? '/healthz' : '/',
+    );
     running.push(server);
     servers.push({ name, server });
   }
@@ -57,7 +69,13 @@ try {
       method: 'POST',
       path: '/v4/login',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      next: () => ({ body: new URLSearchParams({ grant_type: 'refresh_token', client_id: secrets.clientId, refresh_token: next < from + perRun ? secrets.refreshTokens[next++]! : 'exhausted' }).toString() }),
+      next: () => ({
+        body: new URLSearchParams({
+          grant_type: 'refresh_token',
+          client_id: secrets.clientId,
+          refresh_token: next < from + perRun ? secrets.refreshTokens[next++]! : 'exhausted',
+        }).toString(),
+      }),
     };
   };
   // Warm-up: one second on the first slice.
@@ -68,7 +86,9 @@ try {
       const before = cpuMs(server.pid);
       const figures = await measure(server.url, load(round * perRun), { seconds, connections });
       const cpuUs = ((cpuMs(server.pid) - before) * 1000) / Math.max(1, figures.requests);
-      console.log(`  ${name}: ${figures.requestsPerSecond} req/s, ${cpuUs.toFixed(0)} µs CPU per grant${figures.failed ? `, ${figures.failed} failed` : ''}`);
+      console.log(
+        `  ${name}: ${figures.requestsPerSecond} req/s, ${cpuUs.toFixed(0)} µs CPU per grant${figures.failed ? `, ${figures.failed} failed` : ''}`,
+      );
     }
   }
 } finally {

@@ -7,7 +7,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { mintSecrets } from './fixtures.ts';
-import { measure, type Load } from './measure.ts';
+import { type Load, measure } from './measure.ts';
 import { freshSchema } from './postgres-schema.ts';
 import { startProcess } from './processes.ts';
 
@@ -20,10 +20,28 @@ const form = { 'content-type': 'application/x-www-form-urlencoded' };
 function refreshLoad(path: string, clientId: string, tokens: string[], cycle = false): Load {
   let next = 0;
   const token = () => (cycle ? tokens[next++ % tokens.length] : tokens[next++]) ?? 'exhausted';
-  return { method: 'POST', path, headers: form, next: () => ({ body: new URLSearchParams({ grant_type: 'refresh_token', client_id: clientId, refresh_token: token() }).toString() }) };
+  return {
+    method: 'POST',
+    path,
+    headers: form,
+    next: () => ({
+      body: new URLSearchParams({
+        grant_type: 'refresh_token',
+        client_id: clientId,
+        refresh_token: token(),
+      }).toString(),
+    }),
+  };
 }
 
-async function run(name: string, entry: string, env: Record<string, string>, probe: string, load: (path: string) => Load, path: string): Promise<void> {
+async function run(
+  name: string,
+  entry: string,
+  env: Record<string, string>,
+  probe: string,
+  load: (path: string) => Load,
+  path: string,
+): Promise<void> {
   const server = await startProcess(entry, env, probe);
   try {
     await measure(server.url, load(path), { seconds: 1, connections });
@@ -45,15 +63,42 @@ try {
   const peerFile = join(dir, 'peer.json');
   console.log('| refresh_token grant | req/s | p50 ms | p99 ms | failed |\n|---|---:|---:|---:|---:|');
   if (scoped) {
-    await run('floor: Fastify + pino + node-postgres, one statement per grant', './bench/token-floor-pg-server.ts', { DATABASE_URL: scoped.url }, '/', (path) => refreshLoad(path, secrets.clientId, slice()), '/v4/login');
+    await run(
+      'floor: Fastify + pino + node-postgres, one statement per grant',
+      './bench/token-floor-pg-server.ts',
+      { DATABASE_URL: scoped.url },
+      '/',
+      (path) => refreshLoad(path, secrets.clientId, slice()),
+      '/v4/login',
+    );
   } else {
-    await run('floor: Fastify + pino + raw SQLite, same statements', './bench/token-floor-server.ts', { DB: database }, '/', (path) => refreshLoad(path, secrets.clientId, slice()), '/v4/login');
-    await run('floor with a Map instead of SQLite (no storage cost)', './bench/token-floor-server.ts', { DB: database, STORE: 'memory' }, '/', (path) => refreshLoad(path, secrets.clientId, slice(), true), '/v4/login');
+    await run(
+      'floor: Fastify + pino + raw SQLite, same statements',
+      './bench/token-floor-server.ts',
+      { DB: database },
+      '/',
+      (path) => refreshLoad(path, secrets.clientId, slice()),
+      '/v4/login',
+    );
+    await run(
+      'floor with a Map instead of SQLite (no storage cost)',
+      './bench/token-floor-server.ts',
+      { DB: database, STORE: 'memory' },
+      '/',
+      (path) => refreshLoad(path, secrets.clientId, slice(), true),
+      '/v4/login',
+    );
   }
   await run(
     'the service (dist/server.js)',
     'dist/server.js',
-    { DATABASE_URL: databaseUrl, BASE_URL: 'https://bench.example', RATE_LIMIT_V1: '1000000000', RATE_LIMIT_V4: '1000000000', LOG_LEVEL: 'info' },
+    {
+      DATABASE_URL: databaseUrl,
+      BASE_URL: 'https://bench.example',
+      RATE_LIMIT_V1: '1000000000',
+      RATE_LIMIT_V4: '1000000000',
+      LOG_LEVEL: 'info',
+    },
     '/healthz',
     (path) => refreshLoad(path, secrets.clientId, slice()),
     '/v4/login',

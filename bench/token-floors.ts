@@ -5,8 +5,9 @@
 // minted for them in a database of the service's schema. Their verdicts show the floor against each
 // peer, for information: whether 2 × the peer is reachable at all with the service's statements. The service's token rows then show their share
 // of the floor.
+
+import { type Database, type Grant, grantLoads, type Target } from './cases.ts';
 import { mintSecrets, REDIRECT_URI } from './fixtures.ts';
-import { grantLoads, type Database, type Grant, type Target } from './cases.ts';
 import type { Figures, Load } from './measure.ts';
 import { startProcess } from './processes.ts';
 
@@ -33,13 +34,17 @@ export async function tokenFloorRows(options: {
   measure: (url: string, load: Load) => Promise<Figures>;
   targets: (grant: Grant) => Target[];
 }): Promise<Array<FloorRow & Figures>> {
-  const grants = GRANTS.filter((grant) => options.wanted(tokenFloorRowName(options.database, grant)) || options.wanted(`v4 token: ${grant}`));
+  const grants = GRANTS.filter(
+    (grant) => options.wanted(tokenFloorRowName(options.database, grant)) || options.wanted(`v4 token: ${grant}`),
+  );
   if (grants.length === 0) return [];
   const count = options.secretsCount;
   process.stderr.write(`token floor: minting ${count} codes and refresh tokens…\n`);
   const secrets = await mintSecrets(options.databaseUrl, count);
   // On SQLite with the service's group commit (GROUP=1, see token-floor-server.ts).
-  const env: Record<string, string> = options.databaseUrl.startsWith('sqlite:') ? { DB: options.databaseUrl.slice('sqlite:'.length), GROUP: '1' } : { DATABASE_URL: options.databaseUrl };
+  const env: Record<string, string> = options.databaseUrl.startsWith('sqlite:')
+    ? { DB: options.databaseUrl.slice('sqlite:'.length), GROUP: '1' }
+    : { DATABASE_URL: options.databaseUrl };
   const entry = options.database === 'SQLite' ? './bench/token-floor-server.ts' : './bench/token-floor-pg-server.ts';
   const server = await startProcess(entry, env, '/');
   const loads = grantLoads('/v4/login', { ...secrets, redirectUri: REDIRECT_URI });
@@ -49,7 +54,14 @@ export async function tokenFloorRows(options: {
       const name = tokenFloorRowName(options.database, grant);
       process.stderr.write(`${name}…\n`);
       const figures = await options.measure(server.url, loads[grant]);
-      rows.push({ name, connections: options.connections, ...figures, targets: options.targets(grant), informational: true, serverRssMiB: server.memory().peakMiB });
+      rows.push({
+        name,
+        connections: options.connections,
+        ...figures,
+        targets: options.targets(grant),
+        informational: true,
+        serverRssMiB: server.memory().peakMiB,
+      });
     }
     return rows;
   } finally {
@@ -58,7 +70,10 @@ export async function tokenFloorRows(options: {
 }
 
 /** Appends to each service token row's verdict its share of the floor of the same grant. */
-export function noteFloorShares(rows: Array<{ name: string; requestsPerSecond?: number; verdict?: string }>, database: Database): void {
+export function noteFloorShares(
+  rows: Array<{ name: string; requestsPerSecond?: number; verdict?: string }>,
+  database: Database,
+): void {
   for (const grant of GRANTS) {
     const floor = rows.find((row) => row.name === tokenFloorRowName(database, grant))?.requestsPerSecond;
     const service = rows.find((row) => row.name === `v4 token: ${grant}`);

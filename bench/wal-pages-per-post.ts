@@ -10,7 +10,10 @@ import { openDatabase } from '../src/db/connection.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { uuidv7 } from '../src/http/uuid.ts';
 
-for (const [name, make] of [['v4', randomUUID], ['v7', () => uuidv7()]] as const) {
+for (const [name, make] of [
+  ['v4', randomUUID],
+  ['v7', () => uuidv7()],
+] as const) {
   const dir = mkdtempSync(join(tmpdir(), 'walpages-'));
   const path = join(dir, 'db.sqlite');
   const database = openDatabase({ kind: 'sqlite', path });
@@ -22,7 +25,9 @@ for (const [name, make] of [['v4', randomUUID], ['v7', () => uuidv7()]] as const
   db.pragma('wal_autocheckpoint = 0');
   const user = randomUUID();
   db.prepare('insert into users (user_id, created_at) values (?, ?)').run(user, Date.now());
-  const insert = db.prepare('insert into projects (project_id, user_id, title, description, game_id, revision, created_at, updated_at) values (?, ?, ?, ?, ?, 1, ?, ?)');
+  const insert = db.prepare(
+    'insert into projects (project_id, user_id, title, description, game_id, revision, created_at, updated_at) values (?, ?, ?, ?, ?, 1, ?, ?)',
+  );
   const post = () =>
     db.transaction(() => {
       for (let i = 0; i < 250; i++) insert.run(make(), user, `Bulk ${i}`, 'bench', 'Ark', Date.now(), Date.now());

@@ -22,7 +22,8 @@ rmSync(out, { recursive: true, force: true });
 const require = createRequire(import.meta.url);
 const tsc = require.resolve('typescript/bin/tsc');
 execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json', '--outDir', out], { stdio: 'inherit' });
-for (const dir of ['web/templates', 'web/assets', 'mail/templates']) cpSync(`src/${dir}`, `${out}/${dir}`, { recursive: true });
+for (const dir of ['web/templates', 'web/assets', 'mail/templates'])
+  cpSync(`src/${dir}`, `${out}/${dir}`, { recursive: true });
 
 const { build } = await import('esbuild');
 /** A module's import.meta.url inside the bundle is the one it has in dist/, where its files are copied. */
@@ -54,7 +55,16 @@ const common = {
   // use (nodemailer for the first message, ioredis with REDIS_URL, qrcode for a two-step setup):
   // inside the bundle their ~0.65 MB of source was read and kept at every start (RSS at healthy
   // 98-99 -> 96-98 MiB; docs/benchmarks.md, "Issue 21, memory, fifth session").
-  external: ['better-sqlite3', '@node-rs/argon2', '@fastify/swagger-ui', 'pg-native', '@zxcvbn-ts/*', 'nodemailer', 'ioredis', 'qrcode'],
+  external: [
+    'better-sqlite3',
+    '@node-rs/argon2',
+    '@fastify/swagger-ui',
+    'pg-native',
+    '@zxcvbn-ts/*',
+    'nodemailer',
+    'ioredis',
+    'qrcode',
+  ],
   // The CommonJS dependencies inside an ES module bundle need require, __filename and __dirname.
   banner: {
     js: [
@@ -71,7 +81,11 @@ const common = {
 await build({ ...common, entryPoints: ['src/server.ts'], outfile: `${out}/server.js` });
 // The SQLite thread is an entry point of its own: started from the file beside its starter's place
 // in dist/ (db/), so it is bundled there, over tsc's output.
-await build({ ...common, entryPoints: ['src/db/sqlite-thread-worker.ts'], outfile: `${out}/db/sqlite-thread-worker.js` });
+await build({
+  ...common,
+  entryPoints: ['src/db/sqlite-thread-worker.ts'],
+  outfile: `${out}/db/sqlite-thread-worker.js`,
+});
 
 // The pages' passkey script with @simplewebauthn/browser, one file the service serves itself
 // (src/web/assets.ts; the same options as its in-memory bundle when running from the sources).

@@ -12,7 +12,13 @@ const out = process.argv[2] ?? 'openapi.json';
 mkdirSync(dirname(out), { recursive: true });
 const dir = mkdtempSync(join(tmpdir(), 'svc-openapi-'));
 try {
-  const app = await buildApp({ config: loadConfig({ DATABASE_URL: `sqlite:${join(dir, 'openapi.db')}`, BASE_URL: process.env.BASE_URL ?? 'https://content-service.invalid', LOG_LEVEL: 'silent' }) });
+  const app = await buildApp({
+    config: loadConfig({
+      DATABASE_URL: `sqlite:${join(dir, 'openapi.db')}`,
+      BASE_URL: process.env.BASE_URL ?? 'https://content-service.invalid',
+      LOG_LEVEL: 'silent',
+    }),
+  });
   await app.ready();
   writeFileSync(out, `${JSON.stringify(app.swagger(), null, 2)}\n`);
   await app.close();

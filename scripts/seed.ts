@@ -5,16 +5,18 @@
 import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { sql } from 'kysely';
-import { dialectOf } from '../src/db/dialect.ts';
 import { loadConfig } from '../src/config.ts';
 import { openDatabase } from '../src/db/connection.ts';
+import { dialectOf } from '../src/db/dialect.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
+import type { Schema } from '../src/db/schema.ts';
 import { ensureSearchIndexes } from '../src/db/search-indexes.ts';
 import { createApplication } from '../src/oauth/clients.ts';
 import { createSession } from '../src/oauth/sessions.ts';
-import type { Schema } from '../src/db/schema.ts';
 
-const { values } = parseArgs({ options: { projects: { type: 'string', default: '1000000' }, users: { type: 'string', default: '1000' } } });
+const { values } = parseArgs({
+  options: { projects: { type: 'string', default: '1000000' }, users: { type: 'string', default: '1000' } },
+});
 const projectCount = Number(values.projects);
 const userCount = Number(values.users);
 if (!Number.isInteger(projectCount) || !Number.isInteger(userCount) || userCount < 1 || projectCount < 0) {
@@ -41,7 +43,11 @@ const users = Array.from({ length: userCount }, (_, index) => ({
   totp_secret: null,
   private_key: null,
 }));
-for (let i = 0; i < users.length; i += 500) await db.insertInto('users').values(users.slice(i, i + 500)).execute();
+for (let i = 0; i < users.length; i += 500)
+  await db
+    .insertInto('users')
+    .values(users.slice(i, i + 500))
+    .execute();
 
 // Rows go in 1,000 per statement and 50,000 per transaction: per-row or per-statement commits
 // make a million rows take minutes instead of seconds.
@@ -72,15 +78,27 @@ for (let start = 0; start < projectCount; start += PER_TRANSACTION) {
   const end = Math.min(start + PER_TRANSACTION, projectCount);
   await db.transaction().execute(async (trx) => {
     for (let offset = start; offset < end; offset += BATCH) {
-      await trx.insertInto('projects').values(projectRows(offset, Math.min(offset + BATCH, end))).execute();
+      await trx
+        .insertInto('projects')
+        .values(projectRows(offset, Math.min(offset + BATCH, end)))
+        .execute();
     }
   });
 }
 await ensureSearchIndexes(db, (message) => process.stderr.write(`${message}\n`));
 if (dialectOf(db) === 'postgres') await sql`analyze projects`.execute(db);
 
-const app = await createApplication(db, { name: 'Benchmark', redirectUris: ['http://127.0.0.1/callback'], scopes: ['common', 'users:read'], confidential: false });
-const tokens = await createSession(db, { userId: users[0]!.user_id, clientId: app.clientId, scope: 'common users:read' });
+const app = await createApplication(db, {
+  name: 'Benchmark',
+  redirectUris: ['http://127.0.0.1/callback'],
+  scopes: ['common', 'users:read'],
+  confidential: false,
+});
+const tokens = await createSession(db, {
+  userId: users[0]!.user_id,
+  clientId: app.clientId,
+  scope: 'common users:read',
+});
 await database.close();
 process.stdout.write(
   `${JSON.stringify({ users: userCount, projects: projectCount, seconds: (Date.now() - started) / 1000, sample: { userId: users[0]!.user_id, accessToken: tokens.accessToken } })}\n`,

@@ -11,7 +11,7 @@
 // clock 40 days ahead, and the UUIDv7 generator never goes back) says `npm test: own process` in
 // its opening comment and gets a fresh worker to itself.
 import { fork } from 'node:child_process';
-import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -45,7 +45,10 @@ const paths = process.argv.slice(2).filter((arg) => !arg.startsWith('--'));
 const queue = [...new Set((paths.length ? paths : ['test']).flatMap((path) => testFiles(path)))]
   .map((file) => relative(root, join(process.cwd(), file)))
   .sort((a, b) => rank(a) - rank(b))
-  .map((file) => ({ file, ownProcess: readFileSync(join(root, file), 'utf8').slice(0, 4096).includes('npm test: own process') }));
+  .map((file) => ({
+    file,
+    ownProcess: readFileSync(join(root, file), 'utf8').slice(0, 4096).includes('npm test: own process'),
+  }));
 
 const totals = { tests: 0, pass: 0, fail: 0, cancelled: 0, skipped: 0, todo: 0 };
 let failed = false;
@@ -88,7 +91,9 @@ function runWorker() {
     const finish = () => {
       worker.disconnect();
       lingering = setTimeout(() => {
-        process.stderr.write(`test worker ${worker.pid} did not exit after its last file: something one of these left open keeps it: ${files.join(', ')}\n`);
+        process.stderr.write(
+          `test worker ${worker.pid} did not exit after its last file: something one of these left open keeps it: ${files.join(', ')}\n`,
+        );
         worker.kill('SIGKILL');
       }, Number(process.env.TEST_WORKER_EXIT_MS) || 30_000);
     };
@@ -118,6 +123,8 @@ const slot = async () => {
   while (queue.length) await runWorker();
 };
 await Promise.all(Array.from({ length: Math.min(workerCount, queue.length) }, slot));
-const summary = Object.entries(totals).map(([key, value]) => `${key} ${value}`).join(', ');
+const summary = Object.entries(totals)
+  .map(([key, value]) => `${key} ${value}`)
+  .join(', ');
 process.stdout.write(`\nall workers: ${summary}; ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
 if (failed || totals.fail || totals.cancelled) process.exitCode = 1;

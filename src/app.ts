@@ -3,31 +3,31 @@ import { registerAjvFormats, type TypeBoxTypeProvider } from '@fastify/type-prov
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { DestinationStream } from 'pino';
+import { giveKeyPairsToAccountsWithout, hasKeysSealedUnderAnotherKey } from './accounts/key-pair.ts';
 import { classes } from './classes/index.ts';
 import type { Config } from './config.ts';
-import { openDatabase, type Database } from './db/connection.ts';
+import { type Database, openDatabase } from './db/connection.ts';
 import { migrateToLatest } from './db/migrate.ts';
 import { Purger } from './db/purge.ts';
 import { ensureSearchIndexes } from './db/search-indexes.ts';
 import { answerHeadersPlugin } from './http/answer-headers.ts';
 import { apiErrorForThrown, installErrorModel, sendError } from './http/error-handler.ts';
-import { installInputGuard, NODE_HEAD_LIMIT } from './http/input-guard.ts';
-import { answerClientError, answerConnect, answerUnknownExpectation } from './http/raw-errors.ts';
 import { healthRoutes } from './http/health.ts';
+import { installInputGuard, NODE_HEAD_LIMIT } from './http/input-guard.ts';
 import { metricsEndpoint } from './http/metrics.ts';
 import { openApi } from './http/openapi.ts';
-import { OneLinePerRequest, censorSecrets } from './http/request-log.ts';
+import { answerClientError, answerConnect, answerUnknownExpectation } from './http/raw-errors.ts';
+import { censorSecrets, OneLinePerRequest } from './http/request-log.ts';
 import { protectV4Api } from './http/v4-api.ts';
 import { validatorCompiler } from './http/validation.ts';
 import { legacyApi } from './legacy/index.ts';
+import { type MailPluginOptions, mail } from './mail/index.ts';
 import { discoveryRoute, oauthEndpoints } from './oauth/index.ts';
 import { findAccessToken } from './oauth/sessions.ts';
 import { registerClasses } from './rest/routes.ts';
-import { webPages } from './web/index.ts';
-import { mail, type MailPluginOptions } from './mail/index.ts';
-import { loadSecretsKey, type SecretsKeySource } from './secrets/secrets-key.ts';
 import { Secrets } from './secrets/sealed.ts';
-import { giveKeyPairsToAccountsWithout, hasKeysSealedUnderAnotherKey } from './accounts/key-pair.ts';
+import { loadSecretsKey, type SecretsKeySource } from './secrets/secrets-key.ts';
+import { webPages } from './web/index.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -87,7 +87,13 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   // commandTimeout: while Redis is unreachable, queued commands otherwise waited for ioredis's
   // growing reconnect delays (up to 10 s per request); now the limiter gives up after 250 ms.
   // (ioredis is loaded only when configured.)
-  const redis = config.redisUrl ? new (await import('ioredis')).Redis(config.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: true, commandTimeout: 250 }) : undefined;
+  const redis = config.redisUrl
+    ? new (await import('ioredis')).Redis(config.redisUrl, {
+        maxRetriesPerRequest: 1,
+        enableOfflineQueue: true,
+        commandTimeout: 250,
+      })
+    : undefined;
 
   const app = Fastify({
     logger: {
@@ -107,7 +113,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     // Errors raised before routing (a URL that is not valid percent-encoding) get the error shape too.
     // (No hooks run for them, so the request id header is set here.)
     frameworkErrors: (error, request, reply) =>
-      sendError(reply.header('x-request-id', request.id).header('x-content-type-options', 'nosniff'), apiErrorForThrown(error, request)),
+      sendError(
+        reply.header('x-request-id', request.id).header('x-content-type-options', 'nosniff'),
+        apiErrorForThrown(error, request),
+      ),
     // Requests Node cannot parse, or parses but would refuse itself (no Host), answer in our shape too.
     clientErrorHandler: answerClientError,
     // Node refuses request heads over its limit before the method is known, so a refused HEAD could
@@ -119,7 +128,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
 
   for (const warning of startupWarnings) app.log.warn(warning);
   if (secretsKey.source.kind === 'file' && secretsKey.source.created) {
-    app.log.warn({ path: secretsKey.source.path }, 'generated the secrets key (SECRETS_KEY unset): back this file up with the database; without it no private key can be read');
+    app.log.warn(
+      { path: secretsKey.source.path },
+      'generated the secrets key (SECRETS_KEY unset): back this file up with the database; without it no private key can be read',
+    );
   }
   app.decorate('secrets', new Secrets(secretsKey.key));
   backfillKeyPairs(app);
@@ -167,7 +179,9 @@ function backfillKeyPairs(app: FastifyInstance): void {
   let running: Promise<unknown> = Promise.resolve();
   app.addHook('onListen', async () => {
     if (await hasKeysSealedUnderAnotherKey(app.database.db, app.secrets.keyId)) {
-      app.log.error('some private keys in the database were sealed under another secrets key and cannot be read: restore the secrets key file (or SECRETS_KEY) that was used with this database');
+      app.log.error(
+        'some private keys in the database were sealed under another secrets key and cannot be read: restore the secrets key file (or SECRETS_KEY) that was used with this database',
+      );
     }
     running = giveKeyPairsToAccountsWithout(app.database.db, app.secrets, app.log, () => stopping).catch((err) =>
       app.log.error({ err }, 'giving key pairs to accounts without one failed; the next start tries again'),

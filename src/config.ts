@@ -1,6 +1,6 @@
 import { availableParallelism } from 'node:os';
 import envSchema from 'env-schema';
-import { Type, type Static } from 'typebox';
+import { type Static, Type } from 'typebox';
 
 const EnvSchema = Type.Object({
   PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 8080 }),
@@ -63,7 +63,9 @@ export class ConfigError extends Error {}
 
 /** Reads and validates the environment; throws ConfigError naming the variable on a bad value. */
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
-  const data = Object.fromEntries(Object.keys(EnvSchema.properties).map((key) => [key, env[key] === '' ? undefined : env[key]]));
+  const data = Object.fromEntries(
+    Object.keys(EnvSchema.properties).map((key) => [key, env[key] === '' ? undefined : env[key]]),
+  );
   let parsed: Env;
   try {
     parsed = envSchema<Env>({ schema: EnvSchema, data });
@@ -99,8 +101,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
 /** 32 bytes in standard or URL-safe base64 (padding optional), e.g. from `openssl rand -base64 32`. */
 export function parseSecretsKey(text: string, source: string): Buffer {
   const trimmed = text.trim();
-  const key = /^[A-Za-z0-9+/_-]{43}=?$/.test(trimmed) ? Buffer.from(trimmed.replace(/-/g, '+').replace(/_/g, '/'), 'base64') : undefined;
-  if (!key || key.length !== 32) throw new ConfigError(`${source} must be 32 random bytes in base64 (e.g. the output of: openssl rand -base64 32)`);
+  const key = /^[A-Za-z0-9+/_-]{43}=?$/.test(trimmed)
+    ? Buffer.from(trimmed.replace(/-/g, '+').replace(/_/g, '/'), 'base64')
+    : undefined;
+  if (!key || key.length !== 32)
+    throw new ConfigError(`${source} must be 32 random bytes in base64 (e.g. the output of: openssl rand -base64 32)`);
   return key;
 }
 
@@ -112,7 +117,9 @@ function parseMailFrom(value: string | undefined, host: string): string {
   const named = /^([^<>"\\]*?)\s*<([^<>]+)>$/.exec(value);
   const address = named ? named[2]! : value;
   if (/[\r\n\u0000]/.test(value) || !ADDRESS.test(address)) {
-    throw new ConfigError('MAIL_FROM has an invalid value (expected an address such as no-reply@example.com, or Name <no-reply@example.com>)');
+    throw new ConfigError(
+      'MAIL_FROM has an invalid value (expected an address such as no-reply@example.com, or Name <no-reply@example.com>)',
+    );
   }
   return value;
 }
@@ -126,12 +133,14 @@ function parseTrustProxy(value: string | undefined): boolean | number | string {
 }
 
 function describeEnvError(error: unknown): string {
-  const errors = (error as { errors?: Array<{ instancePath?: string; params?: Record<string, unknown>; message?: string }> })
-    .errors;
+  const errors = (
+    error as { errors?: Array<{ instancePath?: string; params?: Record<string, unknown>; message?: string }> }
+  ).errors;
   const first = errors?.[0];
   if (!first) return String((error as Error).message ?? error);
   const variable = first.instancePath?.replace(/^\//, '') || String(first.params?.missingProperty ?? 'environment');
-  if (first.params?.allowedValues) return `${variable} must be one of ${(first.params.allowedValues as string[]).join(', ')}`;
+  if (first.params?.allowedValues)
+    return `${variable} must be one of ${(first.params.allowedValues as string[]).join(', ')}`;
   if (first.params?.pattern) return `${variable} has an invalid value (${describePattern(variable)})`;
   return `${variable} ${first.message ?? 'is invalid'}`;
 }

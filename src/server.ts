@@ -2,7 +2,7 @@ import cluster, { type Worker } from 'node:cluster';
 import closeWithGrace from 'close-with-grace';
 import pino from 'pino';
 import { buildApp, prepareSchema } from './app.ts';
-import { ConfigError, loadConfig, type Config } from './config.ts';
+import { type Config, ConfigError, loadConfig } from './config.ts';
 import { openDatabase } from './db/connection.ts';
 import { batchedLogDestination } from './http/log-destination.ts';
 import { serveClusterMetrics } from './http/metrics.ts';
@@ -36,7 +36,10 @@ async function main(): Promise<void> {
 }
 
 /** One server process: the only one (WORKERS=1) or a worker of the cluster sharing the port. */
-async function serve(config: Config, { worker, secretsKey }: { worker: boolean; secretsKey: ReturnType<typeof loadSecretsKey> }): Promise<void> {
+async function serve(
+  config: Config,
+  { worker, secretsKey }: { worker: boolean; secretsKey: ReturnType<typeof loadSecretsKey> },
+): Promise<void> {
   await warmUpTickQueue();
   // Asynchronous writes of 4 KiB of lines at a time (or what a quarter of a second gathered) instead
   // of a write() per line or burst: each write is a round trip through libuv's thread pool, which
@@ -93,7 +96,8 @@ async function supervise(config: Config): Promise<void> {
   const start = () => startedAt.set(cluster.fork(), Date.now());
   cluster.on('listening', (worker) => {
     serving.add(worker);
-    if (startedAt.has(worker) && ++listening === config.workers) log.info({ workers: config.workers, port: config.port }, 'all workers listening');
+    if (startedAt.has(worker) && ++listening === config.workers)
+      log.info({ workers: config.workers, port: config.port }, 'all workers listening');
   });
   cluster.on('exit', (worker, code, signal) => {
     const lived = Date.now() - (startedAt.get(worker) ?? 0);

@@ -8,14 +8,20 @@ import { Redis } from 'ioredis';
 import type { Adapter, AdapterPayload } from 'oidc-provider';
 import type { PeerStorage } from './storage.ts';
 
-const grantable = new Set(['AccessToken', 'AuthorizationCode', 'RefreshToken', 'DeviceCode', 'BackchannelAuthenticationRequest']);
+const grantable = new Set([
+  'AccessToken',
+  'AuthorizationCode',
+  'RefreshToken',
+  'DeviceCode',
+  'BackchannelAuthenticationRequest',
+]);
 const consumable = new Set(['AuthorizationCode', 'RefreshToken', 'DeviceCode', 'BackchannelAuthenticationRequest']);
 
 export async function openRedis(url: string): Promise<PeerStorage> {
   const prefix = `bench-peer-${randomBytes(4).toString('hex')}:`;
   const client = new Redis(url, { keyPrefix: prefix });
   // What this Redis keeps across a restart (CONFIG may be disabled on a managed server).
-  const config = ((await client.config('GET', 'appendonly', 'appendfsync', 'save').catch(() => [])) as string[]);
+  const config = (await client.config('GET', 'appendonly', 'appendfsync', 'save').catch(() => [])) as string[];
 
   const adapter = (model: string): Adapter => {
     const key = (id: string) => `${model}:${id}`;
@@ -41,7 +47,10 @@ export async function openRedis(url: string): Promise<PeerStorage> {
           const ttl = await client.ttl(grantKey);
           if (expiresIn && expiresIn > ttl) multi.expire(grantKey, expiresIn);
         }
-        for (const lookup of [payload.userCode && `userCode:${payload.userCode}`, payload.uid && `uid:${payload.uid}`]) {
+        for (const lookup of [
+          payload.userCode && `userCode:${payload.userCode}`,
+          payload.uid && `uid:${payload.uid}`,
+        ]) {
           if (!lookup) continue;
           multi.set(lookup, id);
           if (expiresIn) multi.expire(lookup, expiresIn);

@@ -31,7 +31,10 @@ interface Row {
 
 /** A stored row as the provider expects it back: its payload, marked consumed once consume ran. */
 export const payloadOf = (row: Row | undefined): AdapterPayload | undefined =>
-  row && (row.consumed_at === null ? JSON.parse(row.payload) : { ...JSON.parse(row.payload), consumed: Number(row.consumed_at) });
+  row &&
+  (row.consumed_at === null
+    ? JSON.parse(row.payload)
+    : { ...JSON.parse(row.payload), consumed: Number(row.consumed_at) });
 
 export function openSqlite(file: string): PeerStorage {
   const db = new Database(file);
@@ -43,9 +46,15 @@ export function openSqlite(file: string): PeerStorage {
      on conflict (id, type) do update set payload = excluded.payload, grant_id = excluded.grant_id, user_code = excluded.user_code,
        uid = excluded.uid, expires_at = excluded.expires_at`,
   );
-  const byId = db.prepare<[string, number], Row>('select payload, consumed_at from oidc_payloads where id = ? and type = ?');
-  const byUserCode = db.prepare<[string, number], Row>('select payload, consumed_at from oidc_payloads where user_code = ? and type = ?');
-  const byUid = db.prepare<[string, number], Row>('select payload, consumed_at from oidc_payloads where uid = ? and type = ?');
+  const byId = db.prepare<[string, number], Row>(
+    'select payload, consumed_at from oidc_payloads where id = ? and type = ?',
+  );
+  const byUserCode = db.prepare<[string, number], Row>(
+    'select payload, consumed_at from oidc_payloads where user_code = ? and type = ?',
+  );
+  const byUid = db.prepare<[string, number], Row>(
+    'select payload, consumed_at from oidc_payloads where uid = ? and type = ?',
+  );
   const consume = db.prepare('update oidc_payloads set consumed_at = ? where id = ? and type = ?');
   const destroy = db.prepare('delete from oidc_payloads where id = ? and type = ?');
   const revoke = db.prepare('delete from oidc_payloads where grant_id = ? and type = ?');
@@ -53,7 +62,15 @@ export function openSqlite(file: string): PeerStorage {
     const type = modelType(model);
     return {
       async upsert(id, payload, expiresIn) {
-        upsert.run(id, type, JSON.stringify(payload), payload.grantId ?? null, payload.userCode ?? null, payload.uid ?? null, expiresAt(expiresIn));
+        upsert.run(
+          id,
+          type,
+          JSON.stringify(payload),
+          payload.grantId ?? null,
+          payload.userCode ?? null,
+          payload.uid ?? null,
+          expiresAt(expiresIn),
+        );
       },
       find: async (id) => payloadOf(byId.get(id, type)),
       findByUserCode: async (userCode) => payloadOf(byUserCode.get(userCode, type)),

@@ -43,8 +43,8 @@ export interface SignInResult {
   expiresAt: Date;
 }
 
-
-const isLoopback = (url: URL) => ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname) || url.hostname.endsWith('.localhost');
+const isLoopback = (url: URL) =>
+  ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname) || url.hostname.endsWith('.localhost');
 
 /**
  * One application's access to the service: sign-in (device or desktop browser flow), tokens kept
@@ -77,7 +77,12 @@ export class ContentServiceClient {
       as = await oauth.processDiscoveryResponse(issuer, response);
     } catch (error) {
       const failure = fromOAuthFailure(error);
-      throw new ContentServiceError({ status: failure.status, code: 'discoveryFailed', message: `Could not read the service's OAuth metadata from ${issuer.origin}: ${failure.message}`, cause: error });
+      throw new ContentServiceError({
+        status: failure.status,
+        code: 'discoveryFailed',
+        message: `Could not read the service's OAuth metadata from ${issuer.origin}: ${failure.message}`,
+        cause: error,
+      });
     }
     return new ContentServiceClient(as, options);
   }
@@ -85,7 +90,10 @@ export class ContentServiceClient {
   constructor(as: oauth.AuthorizationServer, options: ClientOptions) {
     this.as = as;
     this.options = options;
-    this.client = { client_id: options.clientId, token_endpoint_auth_method: options.clientSecret ? 'client_secret_basic' : 'none' };
+    this.client = {
+      client_id: options.clientId,
+      token_endpoint_auth_method: options.clientSecret ? 'client_secret_basic' : 'none',
+    };
     this.clientAuth = options.clientSecret ? oauth.ClientSecretBasic(options.clientSecret) : oauth.None();
     this.tokenStore = options.tokenStore ?? new MemoryTokenStore();
     this.storeKey = `${new URL(as.issuer).href} ${options.clientId}`;
@@ -118,9 +126,15 @@ export class ContentServiceClient {
         code_challenge: await oauth.calculatePKCECodeChallenge(verifier),
         code_challenge_method: 'S256',
       };
-      const started = await oauth.deviceAuthorizationRequest(this.as, this.client, this.clientAuth, parameters, { ...this.settings, signal: options.signal });
+      const started = await oauth.deviceAuthorizationRequest(this.as, this.client, this.clientAuth, parameters, {
+        ...this.settings,
+        signal: options.signal,
+      });
       // The service answers 201 as its interface requires; RFC 8628 (and oauth4webapi) expect 200.
-      const response = started.status === 201 ? new Response(await started.text(), { status: 200, headers: started.headers }) : started;
+      const response =
+        started.status === 201
+          ? new Response(await started.text(), { status: 200, headers: started.headers })
+          : started;
       const device = await oauth.processDeviceAuthorizationResponse(this.as, this.client, response);
       let interval = device.interval ?? 5;
       const deadline = Date.now() + device.expires_in * 1000;
@@ -133,7 +147,8 @@ export class ContentServiceClient {
       });
       for (;;) {
         await sleep(interval * 1000, options.signal);
-        if (Date.now() > deadline) throw oauthError(400, 'expired_token', 'The code expired before the sign-in was approved; start again.');
+        if (Date.now() > deadline)
+          throw oauthError(400, 'expired_token', 'The code expired before the sign-in was approved; start again.');
         try {
           const polled = await oauth.deviceCodeGrantRequest(this.as, this.client, this.clientAuth, device.device_code, {
             ...this.settings,
@@ -148,8 +163,15 @@ export class ContentServiceClient {
             interval += 5;
             continue;
           }
-          if (error.error === 'access_denied') throw oauthError(error.status, 'access_denied', 'The sign-in was denied.', error);
-          if (error.error === 'expired_token') throw oauthError(error.status, 'expired_token', 'The code expired before the sign-in was approved; start again.', error);
+          if (error.error === 'access_denied')
+            throw oauthError(error.status, 'access_denied', 'The sign-in was denied.', error);
+          if (error.error === 'expired_token')
+            throw oauthError(
+              error.status,
+              'expired_token',
+              'The code expired before the sign-in was approved; start again.',
+              error,
+            );
           throw error;
         }
       }
@@ -167,7 +189,15 @@ export class ContentServiceClient {
     const { browserSignIn } = await import('./loopback.ts');
     try {
       const { params, redirectUri, verifier } = await browserSignIn(this, options);
-      const response = await oauth.authorizationCodeGrantRequest(this.as, this.client, this.clientAuth, params, redirectUri, verifier, this.settings);
+      const response = await oauth.authorizationCodeGrantRequest(
+        this.as,
+        this.client,
+        this.clientAuth,
+        params,
+        redirectUri,
+        verifier,
+        this.settings,
+      );
       return await this.keep(await oauth.processAuthorizationCodeResponse(this.as, this.client, response));
     } catch (error) {
       throw fromOAuthFailure(error);
@@ -219,7 +249,13 @@ export class ContentServiceClient {
       throw sessionEnded('The access token expired and there is no refresh token; sign in again.');
     }
     try {
-      const response = await oauth.refreshTokenGrantRequest(this.as, this.client, this.clientAuth, tokens.refreshToken, this.settings);
+      const response = await oauth.refreshTokenGrantRequest(
+        this.as,
+        this.client,
+        this.clientAuth,
+        tokens.refreshToken,
+        this.settings,
+      );
       await this.keep(await oauth.processRefreshTokenResponse(this.as, this.client, response));
     } catch (error) {
       const failure = fromOAuthFailure(error);
@@ -241,7 +277,10 @@ export class ContentServiceClient {
     const tokens = await this.tokenStore.get(this.storeKey);
     if (!tokens) return;
     try {
-      await this.revoke(tokens.refreshToken ?? tokens.accessToken, tokens.refreshToken ? 'refresh_token' : 'access_token');
+      await this.revoke(
+        tokens.refreshToken ?? tokens.accessToken,
+        tokens.refreshToken ? 'refresh_token' : 'access_token',
+      );
     } finally {
       await this.tokenStore.delete(this.storeKey);
     }
@@ -264,9 +303,14 @@ export class ContentServiceClient {
    * An authenticated v4 request. `body` is sent as JSON. A refused token (401) is refreshed once
    * and the request repeated; a session that has ended is a ContentServiceError code "sessionEnded".
    */
-  async request<T>(method: string, path: string, options: { query?: Record<string, string | number | undefined>; body?: unknown } = {}): Promise<T> {
+  async request<T>(
+    method: string,
+    path: string,
+    options: { query?: Record<string, string | number | undefined>; body?: unknown } = {},
+  ): Promise<T> {
     const url = new URL(this.baseUrl + path);
-    for (const [name, value] of Object.entries(options.query ?? {})) if (value !== undefined) url.searchParams.set(name, String(value));
+    for (const [name, value] of Object.entries(options.query ?? {}))
+      if (value !== undefined) url.searchParams.set(name, String(value));
     const send = async (token: string) => {
       const headers = new Headers({ accept: 'application/json' });
       let body: string | undefined;
@@ -306,7 +350,14 @@ function notSignedIn() {
 }
 
 function sessionEnded(message: string, cause?: ContentServiceError) {
-  return new ContentServiceError({ status: 401, code: 'sessionEnded', message, ...(cause?.error && { error: cause.error }), ...(cause?.error_description && { error_description: cause.error_description }), cause });
+  return new ContentServiceError({
+    status: 401,
+    code: 'sessionEnded',
+    message,
+    ...(cause?.error && { error: cause.error }),
+    ...(cause?.error_description && { error_description: cause.error_description }),
+    cause,
+  });
 }
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
@@ -323,4 +374,3 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
     signal?.addEventListener('abort', onAbort, { once: true });
   });
 }
-

@@ -44,36 +44,79 @@ export async function errorFromResponse(response: Response): Promise<ContentServ
     body = undefined;
   }
   if (body && typeof body.error === 'string') {
-    return oauthError(response.status, body.error, typeof body.error_description === 'string' ? body.error_description : undefined);
+    return oauthError(
+      response.status,
+      body.error,
+      typeof body.error_description === 'string' ? body.error_description : undefined,
+    );
   }
   if (body && typeof body.code === 'string') {
-    return new ContentServiceError({ status: response.status, code: body.code, message: String(body.message ?? body.code), details: body.details });
+    return new ContentServiceError({
+      status: response.status,
+      code: body.code,
+      message: String(body.message ?? body.code),
+      details: body.details,
+    });
   }
-  return new ContentServiceError({ status: response.status, code: `http${response.status}`, message: `The service answered ${response.status} ${response.statusText}`.trim(), details: text || undefined });
+  return new ContentServiceError({
+    status: response.status,
+    code: `http${response.status}`,
+    message: `The service answered ${response.status} ${response.statusText}`.trim(),
+    details: text || undefined,
+  });
 }
 
 export function oauthError(status: number, error: string, description?: string, cause?: unknown): ContentServiceError {
-  return new ContentServiceError({ status, code: error, message: description ?? error, error, ...(description !== undefined && { error_description: description }), cause });
+  return new ContentServiceError({
+    status,
+    code: error,
+    message: description ?? error,
+    error,
+    ...(description !== undefined && { error_description: description }),
+    cause,
+  });
 }
 
 /** Turns what oauth4webapi (or fetch) throws into a ContentServiceError. */
 export function fromOAuthFailure(failure: unknown): ContentServiceError {
   if (failure instanceof ContentServiceError) return failure;
-  if (failure instanceof oauth.ResponseBodyError) return oauthError(failure.status, failure.error, failure.error_description, failure);
-  if (failure instanceof oauth.AuthorizationResponseError) return oauthError(400, failure.error, failure.error_description, failure);
+  if (failure instanceof oauth.ResponseBodyError)
+    return oauthError(failure.status, failure.error, failure.error_description, failure);
+  if (failure instanceof oauth.AuthorizationResponseError)
+    return oauthError(400, failure.error, failure.error_description, failure);
   if (failure instanceof oauth.WWWAuthenticateChallengeError) {
     const challenge = failure.cause[0];
     const error = challenge?.parameters.error ?? 'invalid_token';
-    return oauthError(failure.status, error, challenge?.parameters.error_description ?? 'The access token was refused', failure);
+    return oauthError(
+      failure.status,
+      error,
+      challenge?.parameters.error_description ?? 'The access token was refused',
+      failure,
+    );
   }
   if (failure instanceof oauth.OperationProcessingError) {
     return new ContentServiceError({ status: 0, code: 'invalidResponse', message: failure.message, cause: failure });
   }
   if (failure instanceof TypeError && /fetch/i.test(failure.message)) {
-    return new ContentServiceError({ status: 0, code: 'networkError', message: `The service could not be reached: ${String((failure as any).cause?.message ?? failure.message)}`, cause: failure });
+    return new ContentServiceError({
+      status: 0,
+      code: 'networkError',
+      message: `The service could not be reached: ${String((failure as any).cause?.message ?? failure.message)}`,
+      cause: failure,
+    });
   }
   if (failure instanceof Error && failure.name === 'AbortError') {
-    return new ContentServiceError({ status: 0, code: 'aborted', message: 'The operation was cancelled', cause: failure });
+    return new ContentServiceError({
+      status: 0,
+      code: 'aborted',
+      message: 'The operation was cancelled',
+      cause: failure,
+    });
   }
-  return new ContentServiceError({ status: 0, code: 'clientError', message: failure instanceof Error ? failure.message : String(failure), cause: failure });
+  return new ContentServiceError({
+    status: 0,
+    code: 'clientError',
+    message: failure instanceof Error ? failure.message : String(failure),
+    cause: failure,
+  });
 }

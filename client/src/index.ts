@@ -1,12 +1,15 @@
-export { ContentServiceClient, type ClientOptions, type DeviceCode, type DeviceSignInOptions, type SignInResult } from './client.ts';
-export type { BrowserSignInOptions } from './loopback.ts';
-export { ContentServiceError } from './errors.ts';
-export { MemoryTokenStore, type StoredTokens, type TokenStore } from './token-store.ts';
-export { FileTokenStore } from './file-token-store.ts';
-export { Resource, type ListPage, type ListQuery, type Project, type ProjectCreate, type ProjectWrite, type Session, type User, type UserWrite, type WriteResult } from './v4.ts';
 export {
-  V1Client,
-  V1Signer,
+  type ClientOptions,
+  ContentServiceClient,
+  type DeviceCode,
+  type DeviceSignInOptions,
+  type SignInResult,
+} from './client.ts';
+export { ContentServiceError } from './errors.ts';
+export { FileTokenStore } from './file-token-store.ts';
+export type { BrowserSignInOptions } from './loopback.ts';
+export { MemoryTokenStore, type StoredTokens, type TokenStore } from './token-store.ts';
+export {
   type Deleted,
   type DocumentContent,
   type DocumentMetadata,
@@ -16,6 +19,20 @@ export {
   type Environment,
   type Mod,
   type SignatureHash,
+  V1Client,
   type V1Options,
+  V1Signer,
   type V1User,
 } from './v1.ts';
+export {
+  type ListPage,
+  type ListQuery,
+  type Project,
+  type ProjectCreate,
+  type ProjectWrite,
+  Resource,
+  type Session,
+  type User,
+  type UserWrite,
+  type WriteResult,
+} from './v4.ts';

@@ -39,15 +39,37 @@ export async function browserSignIn(client: ContentServiceClient, options: Brows
       return;
     }
     const send = (status: number, title: string, text: string) =>
-      response.writeHead(status, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', connection: 'close' }).end(page(title, text));
+      response
+        .writeHead(status, {
+          'content-type': 'text/html; charset=utf-8',
+          'cache-control': 'no-store',
+          connection: 'close',
+        })
+        .end(page(title, text));
     try {
       const params = oauth.validateAuthResponse(client.as, client.client, url, state);
       send(200, 'Signed in', 'You are signed in. You can close this window and go back to the application.');
       settle.resolve(params);
     } catch (error) {
       const denied = error instanceof oauth.AuthorizationResponseError && error.error === 'access_denied';
-      send(400, denied ? 'Sign-in denied' : 'Sign-in failed', denied ? 'You chose not to sign in. You can close this window.' : 'The sign-in could not be completed. You can close this window and try again.');
-      settle.reject(denied ? new ContentServiceError({ status: 400, code: 'access_denied', message: 'The sign-in was denied.', error: 'access_denied', cause: error }) : error);
+      send(
+        400,
+        denied ? 'Sign-in denied' : 'Sign-in failed',
+        denied
+          ? 'You chose not to sign in. You can close this window.'
+          : 'The sign-in could not be completed. You can close this window and try again.',
+      );
+      settle.reject(
+        denied
+          ? new ContentServiceError({
+              status: 400,
+              code: 'access_denied',
+              message: 'The sign-in was denied.',
+              error: 'access_denied',
+              cause: error,
+            })
+          : error,
+      );
     }
   });
   await new Promise<void>((resolve, reject) => server.once('error', reject).listen(0, '127.0.0.1', resolve));
@@ -57,7 +79,14 @@ export async function browserSignIn(client: ContentServiceClient, options: Brows
 
   const timeoutMs = options.timeoutMs ?? 5 * 60_000;
   const timer = setTimeout(
-    () => settle.reject(new ContentServiceError({ status: 0, code: 'timeout', message: `No answer from the browser within ${Math.round(timeoutMs / 1000)} s; sign in again.` })),
+    () =>
+      settle.reject(
+        new ContentServiceError({
+          status: 0,
+          code: 'timeout',
+          message: `No answer from the browser within ${Math.round(timeoutMs / 1000)} s; sign in again.`,
+        }),
+      ),
     timeoutMs,
   );
   const onAbort = () => settle.reject(options.signal!.reason);

@@ -113,13 +113,22 @@ async function pkcs8(pem: string): Promise<Uint8Array<ArrayBuffer>> {
   const match = /-----BEGIN PRIVATE KEY-----([\s\S]+?)-----END PRIVATE KEY-----/.exec(pem);
   if (match) return fromBase64(match[1]!.replace(/\s+/g, ''));
   if (typeof process === 'undefined' || !process.versions?.node) {
-    throw new ContentServiceError({ status: 0, code: 'invalidKey', message: 'In a browser the private key must be PKCS#8 PEM ("BEGIN PRIVATE KEY")' });
+    throw new ContentServiceError({
+      status: 0,
+      code: 'invalidKey',
+      message: 'In a browser the private key must be PKCS#8 PEM ("BEGIN PRIVATE KEY")',
+    });
   }
   const { createPrivateKey } = await import('node:crypto');
   try {
     return new Uint8Array(createPrivateKey(pem).export({ format: 'der', type: 'pkcs8' }));
   } catch (error) {
-    throw new ContentServiceError({ status: 0, code: 'invalidKey', message: `The private key could not be read: ${(error as Error).message}`, cause: error });
+    throw new ContentServiceError({
+      status: 0,
+      code: 'invalidKey',
+      message: `The private key could not be read: ${(error as Error).message}`,
+      cause: error,
+    });
   }
 }
 
@@ -142,12 +151,26 @@ export class V1Signer {
       const der = await pkcs8(this.privateKeyPem);
       try {
         if (contains(der, ED25519_OID)) {
-          return { key: await crypto.subtle.importKey('pkcs8', der, { name: 'Ed25519' }, false, ['sign']), algorithm: { name: 'Ed25519' } };
+          return {
+            key: await crypto.subtle.importKey('pkcs8', der, { name: 'Ed25519' }, false, ['sign']),
+            algorithm: { name: 'Ed25519' },
+          };
         }
-        const key = await crypto.subtle.importKey('pkcs8', der, { name: 'RSASSA-PKCS1-v1_5', hash: this.hash === 'sha1' ? 'SHA-1' : 'SHA-256' }, false, ['sign']);
+        const key = await crypto.subtle.importKey(
+          'pkcs8',
+          der,
+          { name: 'RSASSA-PKCS1-v1_5', hash: this.hash === 'sha1' ? 'SHA-1' : 'SHA-256' },
+          false,
+          ['sign'],
+        );
         return { key, algorithm: { name: 'RSASSA-PKCS1-v1_5' } };
       } catch (error) {
-        throw new ContentServiceError({ status: 0, code: 'invalidKey', message: `The private key is neither RSA nor Ed25519 or could not be read: ${(error as Error).message}`, cause: error });
+        throw new ContentServiceError({
+          status: 0,
+          code: 'invalidKey',
+          message: `The private key is neither RSA nor Ed25519 or could not be read: ${(error as Error).message}`,
+          cause: error,
+        });
       }
     })();
     return this.key;
@@ -162,7 +185,11 @@ export class V1Signer {
   /** The Authorization header value for one request. */
   async authorization(method: string, host: string, pathAndQuery: string, body = ''): Promise<string> {
     const { key, algorithm } = await this.loadKey();
-    const signature = await crypto.subtle.sign(algorithm, key, new TextEncoder().encode(V1Signer.signedText(method, host, pathAndQuery, body)));
+    const signature = await crypto.subtle.sign(
+      algorithm,
+      key,
+      new TextEncoder().encode(V1Signer.signedText(method, host, pathAndQuery, body)),
+    );
     return `Basic ${btoa(`${this.userId}:${toHex(signature)}`)}`;
   }
 }
@@ -177,21 +204,40 @@ export class V1Client {
 
   constructor(readonly options: V1Options) {
     this.base = new URL(options.baseUrl);
-    this.signer = options.userId && options.privateKey ? new V1Signer(options.userId, options.privateKey, options.hash) : undefined;
+    this.signer =
+      options.userId && options.privateKey ? new V1Signer(options.userId, options.privateKey, options.hash) : undefined;
   }
 
   /** A v1 request; `signed` adds the signature. Answers the parsed JSON (or the text, `raw`). */
-  async request<T>(method: string, path: string, options: { body?: string; contentType?: string; signed?: boolean; raw?: boolean } = {}): Promise<T> {
+  async request<T>(
+    method: string,
+    path: string,
+    options: { body?: string; contentType?: string; signed?: boolean; raw?: boolean } = {},
+  ): Promise<T> {
     const url = new URL(this.base.pathname.replace(/\/+$/, '') + path, this.base);
     const headers: Record<string, string> = { accept: 'application/json' };
     if (options.body !== undefined) headers['content-type'] = options.contentType ?? 'application/json';
     if (options.signed) {
-      if (!this.signer) throw new ContentServiceError({ status: 0, code: 'notSignedIn', message: 'This call is signed: give userId and privateKey' });
-      headers.authorization = await this.signer.authorization(method, this.options.signingHost ?? this.base.host, url.pathname + url.search, options.body ?? '');
+      if (!this.signer)
+        throw new ContentServiceError({
+          status: 0,
+          code: 'notSignedIn',
+          message: 'This call is signed: give userId and privateKey',
+        });
+      headers.authorization = await this.signer.authorization(
+        method,
+        this.options.signingHost ?? this.base.host,
+        url.pathname + url.search,
+        options.body ?? '',
+      );
     }
     let response: Response;
     try {
-      response = await (this.options.fetch ?? fetch)(url, { method, headers, ...(options.body !== undefined && { body: options.body }) });
+      response = await (this.options.fetch ?? fetch)(url, {
+        method,
+        headers,
+        ...(options.body !== undefined && { body: options.body }),
+      });
     } catch (error) {
       throw fromOAuthFailure(error);
     }
@@ -217,7 +263,8 @@ export class V1Client {
     create: <U extends V1User | V1User[]>(users: U) =>
       this.request<U extends V1User[] ? V1User[] : V1User>('POST', '/v1/user.php', { body: JSON.stringify(users) }),
     /** Deletes the signing user, with all their documents, mods and engrams. */
-    delete: (userId = this.options.userId!) => this.request<Deleted>('DELETE', `/v1/user.php/${ids(userId)}`, { signed: true }),
+    delete: (userId = this.options.userId!) =>
+      this.request<Deleted>('DELETE', `/v1/user.php/${ids(userId)}`, { signed: true }),
   };
 
   readonly mods = {
@@ -233,19 +280,27 @@ export class V1Client {
     /** Checks the workshop page for the confirmation code (412 while it is not there). */
     confirm: (modId: string) => this.request<Mod>('GET', `/v1/mod.php/${ids(modId)}?action=confirm`, { signed: true }),
     /** Deletes mods and all their engrams. */
-    delete: (modIds: string | string[]) => this.request<Deleted>('DELETE', `/v1/mod.php/${ids(modIds)}`, { signed: true }),
+    delete: (modIds: string | string[]) =>
+      this.request<Deleted>('DELETE', `/v1/mod.php/${ids(modIds)}`, { signed: true }),
   };
 
   readonly engrams = {
     /** Every engram, or those of the given mods (public). */
     list: (options: { modIds?: string[] } = {}) =>
-      this.request<Engram[]>('GET', options.modIds?.length ? `/v1/engram.php?mod_id=${ids(options.modIds)}` : '/v1/engram.php'),
+      this.request<Engram[]>(
+        'GET',
+        options.modIds?.length ? `/v1/engram.php?mod_id=${ids(options.modIds)}` : '/v1/engram.php',
+      ),
     /** One engram by uid (or class string: an array when several share it). */
     get: (uidOrClass: string) => this.request<Engram | Engram[]>('GET', `/v1/engram.php/${ids(uidOrClass)}`),
     /** Adds or updates engrams of your confirmed mods. */
     save: <E extends EngramWrite | EngramWrite[]>(engrams: E) =>
-      this.request<E extends EngramWrite[] ? Engram[] : Engram>('POST', '/v1/engram.php', { body: JSON.stringify(engrams), signed: true }),
-    delete: (uids: string | string[]) => this.request<Deleted>('DELETE', `/v1/engram.php/${ids(uids)}`, { signed: true }),
+      this.request<E extends EngramWrite[] ? Engram[] : Engram>('POST', '/v1/engram.php', {
+        body: JSON.stringify(engrams),
+        signed: true,
+      }),
+    delete: (uids: string | string[]) =>
+      this.request<Deleted>('DELETE', `/v1/engram.php/${ids(uids)}`, { signed: true }),
   };
 
   readonly documents = {
@@ -256,11 +311,14 @@ export class V1Client {
       return this.request<DocumentMetadata[]>('GET', `/v1/document.php${text ? `?${text}` : ''}`);
     },
     /** The metadata of one document. */
-    metadata: (documentId: string) => this.request<DocumentMetadata>('GET', `/v1/document.php/${ids(documentId)}?simple`),
+    metadata: (documentId: string) =>
+      this.request<DocumentMetadata>('GET', `/v1/document.php/${ids(documentId)}?simple`),
     /** The metadata of those of `documentIds` that exist. */
     metadataMany: async (documentIds: string[]) => {
       try {
-        return asArray(await this.request<DocumentMetadata | DocumentMetadata[]>('GET', `/v1/document.php/${ids(documentIds)},`));
+        return asArray(
+          await this.request<DocumentMetadata | DocumentMetadata[]>('GET', `/v1/document.php/${ids(documentIds)},`),
+        );
       } catch (error) {
         if (error instanceof ContentServiceError && error.status === 404) return [];
         throw error;
@@ -284,6 +342,7 @@ export class V1Client {
         body: typeof documents === 'string' ? documents : JSON.stringify(documents),
         signed: true,
       }),
-    delete: (documentIds: string | string[]) => this.request<Deleted>('DELETE', `/v1/document.php/${ids(documentIds)}`, { signed: true }),
+    delete: (documentIds: string | string[]) =>
+      this.request<Deleted>('DELETE', `/v1/document.php/${ids(documentIds)}`, { signed: true }),
   };
 }

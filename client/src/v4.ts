@@ -13,7 +13,8 @@ export type ProjectCreate = ProjectWrite & Pick<Project, 'title'>;
 export type Session = Shape<typeof SessionProperties>;
 
 /** A User; `privateKey` only on your own, with the users.private_key:read scope. */
-export type User = Omit<Shape<typeof UserProperties>, 'privateKey'> & Partial<Pick<Shape<typeof UserProperties>, 'privateKey'>>;
+export type User = Omit<Shape<typeof UserProperties>, 'privateKey'> &
+  Partial<Pick<Shape<typeof UserProperties>, 'privateKey'>>;
 export type UserWrite = Partial<Shape<typeof UserInputs>>;
 
 /** The v4 list envelope. */
@@ -104,7 +105,8 @@ export class Resource<T, W, C = W> {
   }
 }
 
-export const projectsApi = (client: ContentServiceClient) => new Resource<Project, ProjectWrite, ProjectCreate>(client, '/v4/projects', 'projectId');
+export const projectsApi = (client: ContentServiceClient) =>
+  new Resource<Project, ProjectWrite, ProjectCreate>(client, '/v4/projects', 'projectId');
 
 export const sessionsApi = (client: ContentServiceClient) => {
   const resource = new Resource<Session, never>(client, '/v4/sessions', 'sessionId');
@@ -120,7 +122,11 @@ export const sessionsApi = (client: ContentServiceClient) => {
 };
 
 export const usersApi = (client: ContentServiceClient) => {
-  const resource = new Resource<User, UserWrite, UserWrite & Pick<Shape<typeof UserInputs>, 'username'>>(client, '/v4/users', 'userId');
+  const resource = new Resource<User, UserWrite, UserWrite & Pick<Shape<typeof UserInputs>, 'username'>>(
+    client,
+    '/v4/users',
+    'userId',
+  );
   return {
     list: resource.list.bind(resource),
     listPage: resource.listPage.bind(resource),
@@ -134,6 +140,7 @@ export const usersApi = (client: ContentServiceClient) => {
 export const userApi = (client: ContentServiceClient) => ({
   /** The signed-in user (GET /v4/user). */
   get: (): Promise<User> => client.request('GET', '/v4/user'),
-  replace: (user: UserWrite & Pick<Shape<typeof UserInputs>, 'username'>): Promise<User> => client.request('PUT', '/v4/user', { body: user }),
+  replace: (user: UserWrite & Pick<Shape<typeof UserInputs>, 'username'>): Promise<User> =>
+    client.request('PUT', '/v4/user', { body: user }),
   patch: (changes: UserWrite): Promise<User> => client.request('PATCH', '/v4/user', { body: changes }),
 });

@@ -8,14 +8,17 @@ export type Checked = { ok: true; value: string } | { ok: false; reason: string 
 export const MAX_EMAIL_LENGTH = 254;
 // One @, a local part of printable ASCII without spaces, a dotted domain. Control characters (CR, LF,
 // NUL: header injection, PostgreSQL's NUL refusal) and every space are refused before this.
-const EMAIL = /^[A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$/;
+const EMAIL =
+  /^[A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$/;
 
 /** A deliverable-looking address, lowercased; leading and trailing spaces are forgiven (pasted text). */
 export function checkEmailAddress(input: string): Checked {
-  if (/[\u0000-\u001f\u007f]/.test(input)) return { ok: false, reason: 'An e-mail address cannot contain line breaks or control characters.' };
+  if (/[\u0000-\u001f\u007f]/.test(input))
+    return { ok: false, reason: 'An e-mail address cannot contain line breaks or control characters.' };
   const value = input.replace(/^ +| +$/g, '');
   if (value === '') return { ok: false, reason: 'Enter your e-mail address.' };
-  if (value.length > MAX_EMAIL_LENGTH) return { ok: false, reason: `An e-mail address has at most ${MAX_EMAIL_LENGTH} characters.` };
+  if (value.length > MAX_EMAIL_LENGTH)
+    return { ok: false, reason: `An e-mail address has at most ${MAX_EMAIL_LENGTH} characters.` };
   if (/\s/.test(value)) return { ok: false, reason: 'An e-mail address cannot contain spaces.' };
   if (!EMAIL.test(value) || value.includes('..') || value.startsWith('.') || value.includes('.@')) {
     return { ok: false, reason: 'That is not a valid e-mail address (like name@example.com).' };
@@ -37,10 +40,17 @@ export function checkUsername(input: string): Checked {
   if (/[^\x20-\x7e]/.test(value)) {
     const folded = value.normalize('NFKC');
     const hint = folded !== value && !/[^\x20-\x7e]/.test(folded) ? ` (did you mean "${folded}"?)` : '';
-    return { ok: false, reason: `A username uses only the plain letters A–Z, digits, dots, dashes and underscores: letters from other alphabets, accented or fullwidth letters look like others and are not allowed${hint}.` };
+    return {
+      ok: false,
+      reason: `A username uses only the plain letters A–Z, digits, dots, dashes and underscores: letters from other alphabets, accented or fullwidth letters look like others and are not allowed${hint}.`,
+    };
   }
   if (value.length < 3 || value.length > 32) return { ok: false, reason: 'A username has 3 to 32 characters.' };
-  if (!USERNAME.test(value)) return { ok: false, reason: 'A username uses only letters, digits, dots, dashes and underscores, and starts with a letter or digit.' };
+  if (!USERNAME.test(value))
+    return {
+      ok: false,
+      reason: 'A username uses only letters, digits, dots, dashes and underscores, and starts with a letter or digit.',
+    };
   return { ok: true, value };
 }
 

@@ -6,14 +6,34 @@
  * its security event. Outcomes are unions the page turns into a section error or a redirect.
  */
 import { endAllSessionsOfUser, endSessionOfUser } from '../oauth/sessions.ts';
-import { AccountError, checkNewPassword, enableTotpSecret, setTotpSecret, storePasswordHash, type Account } from './accounts.ts';
+import {
+  type Account,
+  AccountError,
+  checkNewPassword,
+  enableTotpSecret,
+  setTotpSecret,
+  storePasswordHash,
+} from './accounts.ts';
 import { countBackupCodes, removeBackupCodes, replaceBackupCodes } from './backup-codes.ts';
 import { hashPassword } from './passwords.ts';
-import { recordSecurityEvent, type NewSecurityEvent } from './security-events.ts';
-import { checkCurrentPassword, checkNewTotpCode, checkTwoStepCode, type Limited, type SignInContext, type Wrong } from './sign-in.ts';
+import { type NewSecurityEvent, recordSecurityEvent } from './security-events.ts';
+import {
+  checkCurrentPassword,
+  checkNewTotpCode,
+  checkTwoStepCode,
+  type Limited,
+  type SignInContext,
+  type Wrong,
+} from './sign-in.ts';
 import { newTotpSecret, totpStep } from './totp.ts';
 import { endAllDeviceTrust, endDeviceTrust } from './trusted-devices.ts';
-import { endOtherWebSessions, keepBackupCodesToShow, setPendingTotpSecret, takeBackupCodesToShow, type WebSession } from './web-sessions.ts';
+import {
+  endOtherWebSessions,
+  keepBackupCodesToShow,
+  setPendingTotpSecret,
+  takeBackupCodesToShow,
+  type WebSession,
+} from './web-sessions.ts';
 
 export type AccountContext = SignInContext;
 
@@ -21,7 +41,11 @@ export type AccountContext = SignInContext;
 export type Invalid = { kind: 'invalid'; message: string };
 
 const record = (ctx: AccountContext, event: NewSecurityEvent) =>
-  recordSecurityEvent(ctx.db, { ip: ctx.ip, ...(ctx.log ? { log: ctx.log } : {}) }, { ...event, details: { page: ctx.page, ...event.details } });
+  recordSecurityEvent(
+    ctx.db,
+    { ip: ctx.ip, ...(ctx.log ? { log: ctx.log } : {}) },
+    { ...event, details: { page: ctx.page, ...event.details } },
+  );
 
 /**
  * Changes the password, given the current one. Every other browser sign-in, every OAuth session
@@ -45,9 +69,16 @@ export async function changePassword(
   const ended = await ctx.db.transaction().execute(async (trx) => {
     await storePasswordHash(trx, account.userId, passwordHash);
     await endOtherWebSessions(trx, account.userId, input.session?.token ?? null);
-    return { sessions: await endAllSessionsOfUser(trx, account.userId), devices: await endAllDeviceTrust(trx, account.userId) };
+    return {
+      sessions: await endAllSessionsOfUser(trx, account.userId),
+      devices: await endAllDeviceTrust(trx, account.userId),
+    };
   });
-  await record(ctx, { kind: 'password_changed', userId: account.userId, details: { sessions_ended: ended.sessions, device_trusts_ended: ended.devices } });
+  await record(ctx, {
+    kind: 'password_changed',
+    userId: account.userId,
+    details: { sessions_ended: ended.sessions, device_trusts_ended: ended.devices },
+  });
   return { kind: 'changed' };
 }
 
@@ -63,7 +94,11 @@ export async function twoStepSetupSecret(ctx: AccountContext, session: WebSessio
  * Turns two-step on with the secret this browser was offered, confirmed by its first code. A first
  * set of backup codes is made; the page shows it once (takeBackupCodesToShow).
  */
-export async function turnTwoStepOn(ctx: AccountContext, account: Account, input: { session: WebSession; code: string }): Promise<{ kind: 'on'; backupCodes: string[] } | { kind: 'stale' } | Wrong | Limited> {
+export async function turnTwoStepOn(
+  ctx: AccountContext,
+  account: Account,
+  input: { session: WebSession; code: string },
+): Promise<{ kind: 'on'; backupCodes: string[] } | { kind: 'stale' } | Wrong | Limited> {
   const secret = input.session.pendingTotpSecret;
   if (account.totpSecret !== null || !secret) return { kind: 'stale' };
   const checked = await checkNewTotpCode(ctx, account, secret, input.code);
@@ -81,12 +116,20 @@ export async function turnTwoStepOn(ctx: AccountContext, account: Account, input
   });
   // Turned on meanwhile by another request of this browser.
   if (!done) return { kind: 'stale' };
-  await record(ctx, { kind: 'two_step_enabled', userId: account.userId, details: { device_trusts_ended: done.devices } });
+  await record(ctx, {
+    kind: 'two_step_enabled',
+    userId: account.userId,
+    details: { device_trusts_ended: done.devices },
+  });
   return { kind: 'on', backupCodes: done.backupCodes };
 }
 
 /** Turns two-step off, given a current code (or a backup code); its backup codes and device trusts end. */
-export async function turnTwoStepOff(ctx: AccountContext, account: Account, code: string): Promise<{ kind: 'off' } | { kind: 'stale' } | Wrong | Limited> {
+export async function turnTwoStepOff(
+  ctx: AccountContext,
+  account: Account,
+  code: string,
+): Promise<{ kind: 'off' } | { kind: 'stale' } | Wrong | Limited> {
   if (account.totpSecret === null) return { kind: 'stale' };
   const checked = await checkTwoStepCode(ctx, account, code);
   if (checked.kind !== 'right') return checked;
@@ -101,7 +144,11 @@ export async function turnTwoStepOff(ctx: AccountContext, account: Account, code
 }
 
 /** A new set of backup codes, given a current code; the old set ends. Shown once to `session`. */
-export async function renewBackupCodes(ctx: AccountContext, account: Account, input: { session: WebSession; code: string }): Promise<{ kind: 'renewed'; backupCodes: string[] } | { kind: 'stale' } | Wrong | Limited> {
+export async function renewBackupCodes(
+  ctx: AccountContext,
+  account: Account,
+  input: { session: WebSession; code: string },
+): Promise<{ kind: 'renewed'; backupCodes: string[] } | { kind: 'stale' } | Wrong | Limited> {
   if (account.totpSecret === null) return { kind: 'stale' };
   const checked = await checkTwoStepCode(ctx, account, input.code);
   if (checked.kind !== 'right') return checked;
@@ -110,7 +157,11 @@ export async function renewBackupCodes(ctx: AccountContext, account: Account, in
     await keepBackupCodesToShow(trx, input.session.token, codes);
     return codes;
   });
-  await record(ctx, { kind: 'backup_codes_renewed', userId: account.userId, details: { backup_codes: backupCodes.length } });
+  await record(ctx, {
+    kind: 'backup_codes_renewed',
+    userId: account.userId,
+    details: { backup_codes: backupCodes.length },
+  });
   return { kind: 'renewed', backupCodes };
 }
 
@@ -118,16 +169,29 @@ export async function renewBackupCodes(ctx: AccountContext, account: Account, in
  * The account's backup codes as its page shows them: how many are left, and a new set made for
  * this browser, shown once (the first page that asks takes it).
  */
-export async function backupCodesOnPage(ctx: Pick<AccountContext, 'db'>, account: Account, session: WebSession): Promise<{ left: number; shown: string[] | undefined }> {
+export async function backupCodesOnPage(
+  ctx: Pick<AccountContext, 'db'>,
+  account: Account,
+  session: WebSession,
+): Promise<{ left: number; shown: string[] | undefined }> {
   const shown = await takeBackupCodesToShow(ctx.db, session.token);
   return { left: await countBackupCodes(ctx.db, account.userId), shown };
 }
 
 /** Signs one application out of the account (its OAuth session); false when it holds none (any more). */
-export async function endApplicationSession(ctx: AccountContext, account: Account, sessionId: string): Promise<boolean> {
+export async function endApplicationSession(
+  ctx: AccountContext,
+  account: Account,
+  sessionId: string,
+): Promise<boolean> {
   const ended = await endSessionOfUser(ctx.db, account.userId, sessionId);
   if (!ended) return false;
-  await record(ctx, { kind: 'session_ended', userId: account.userId, clientId: ended.clientId, details: { session_id: sessionId } });
+  await record(ctx, {
+    kind: 'session_ended',
+    userId: account.userId,
+    clientId: ended.clientId,
+    details: { session_id: sessionId },
+  });
   return true;
 }
 

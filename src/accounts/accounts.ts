@@ -1,14 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import { sql, type Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import { isUniqueViolation } from '../db/errors.ts';
 import type { Schema } from '../db/schema.ts';
 import type { Secrets } from '../secrets/sealed.ts';
+import { removeBackupCodes } from './backup-codes.ts';
 import { newAccountKeyPair } from './key-pair.ts';
 import { passwordRefusal } from './password-rules.ts';
 import { hashPassword } from './passwords.ts';
 import { isBase32Secret, totpStep } from './totp.ts';
 import { endAllDeviceTrust } from './trusted-devices.ts';
-import { removeBackupCodes } from './backup-codes.ts';
 
 /** A user who can sign in with a password. */
 export interface Account {
@@ -28,7 +28,10 @@ const EMAIL = /^[^\s@]{1,64}@[^\s@]+\.[^\s@]{2,}$/;
  * Throws an AccountError saying why `password` may not be set (password-rules.ts); `userInputs`
  * (the username, the e-mail address) count as easy to guess. Asynchronous: await it.
  */
-export async function checkNewPassword(password: string, userInputs: readonly (string | null | undefined)[]): Promise<void> {
+export async function checkNewPassword(
+  password: string,
+  userInputs: readonly (string | null | undefined)[],
+): Promise<void> {
   const refusal = await passwordRefusal(password, userInputs);
   if (refusal !== undefined) throw new AccountError(refusal);
 }
@@ -39,10 +42,12 @@ export async function createAccount(
   input: { username: string; email: string; password: string; totpSecret?: string },
   secrets: Secrets,
 ): Promise<string> {
-  if (!USERNAME.test(input.username)) throw new AccountError('The username must be 3 to 32 letters, digits, dots, dashes or underscores');
+  if (!USERNAME.test(input.username))
+    throw new AccountError('The username must be 3 to 32 letters, digits, dots, dashes or underscores');
   if (!EMAIL.test(input.email) || input.email.length > 254) throw new AccountError('The email address is not valid');
   await checkNewPassword(input.password, [input.username, input.email]);
-  if (input.totpSecret !== undefined && !isBase32Secret(input.totpSecret)) throw new AccountError('The TOTP secret must be base32, at least 16 characters');
+  if (input.totpSecret !== undefined && !isBase32Secret(input.totpSecret))
+    throw new AccountError('The TOTP secret must be base32, at least 16 characters');
   const userId = randomUUID();
   const [keyPair, passwordHash] = await Promise.all([newAccountKeyPair(secrets, userId), hashPassword(input.password)]);
   try {
@@ -69,7 +74,13 @@ export async function createAccount(
 const accountColumns = ['user_id', 'username', 'email', 'password_hash', 'totp_secret'] as const;
 
 function toAccount(row: Pick<Schema['users'], (typeof accountColumns)[number]>): Account {
-  return { userId: row.user_id, username: row.username ?? '', email: row.email, passwordHash: row.password_hash, totpSecret: row.totp_secret };
+  return {
+    userId: row.user_id,
+    username: row.username ?? '',
+    email: row.email,
+    passwordHash: row.password_hash,
+    totpSecret: row.totp_secret,
+  };
 }
 
 /** Finds an account by username (any case) or email address. */
@@ -108,14 +119,22 @@ export async function setPassword(db: Kysely<Schema>, userId: string, password: 
 
 /** Stores a password hashed beforehand (hashPassword), so a transaction need not wait for the hashing. */
 export async function storePasswordHash(db: Kysely<Schema>, userId: string, passwordHash: string): Promise<boolean> {
-  const result = await db.updateTable('users').set({ password_hash: passwordHash }).where('user_id', '=', userId).executeTakeFirst();
+  const result = await db
+    .updateTable('users')
+    .set({ password_hash: passwordHash })
+    .where('user_id', '=', userId)
+    .executeTakeFirst();
   return result.numUpdatedRows > 0n;
 }
 
 /** Sets (or with null, removes) the two-step secret; it ends every device trust (and, removed, the backup codes) as well. */
 export async function setTotpSecret(db: Kysely<Schema>, userId: string, secret: string | null): Promise<boolean> {
   return inTransaction(db, async (trx) => {
-    const result = await trx.updateTable('users').set({ totp_secret: secret }).where('user_id', '=', userId).executeTakeFirst();
+    const result = await trx
+      .updateTable('users')
+      .set({ totp_secret: secret })
+      .where('user_id', '=', userId)
+      .executeTakeFirst();
     await endAllDeviceTrust(trx, userId);
     if (secret === null) await removeBackupCodes(trx, userId);
     return result.numUpdatedRows > 0n;
@@ -130,7 +149,12 @@ export type TotpOutcome = 'accepted' | 'wrong' | 'used';
  * submissions of one code only one is accepted. 'used': the code is right but its step (or a
  * later one) was accepted already.
  */
-export async function acceptTotpCode(db: Kysely<Schema>, userId: string, code: string, now = Date.now()): Promise<TotpOutcome> {
+export async function acceptTotpCode(
+  db: Kysely<Schema>,
+  userId: string,
+  code: string,
+  now = Date.now(),
+): Promise<TotpOutcome> {
   const row = await db.selectFrom('users').select('totp_secret').where('user_id', '=', userId).executeTakeFirst();
   if (!row?.totp_secret) return 'wrong';
   const step = totpStep(row.totp_secret, code, now);
@@ -151,7 +175,12 @@ export async function acceptTotpCode(db: Kysely<Schema>, userId: string, code: s
  * used up at once (RFC 6238 §5.2). Only when the account has no secret yet, so of two simultaneous
  * confirmations one wins (false for the other).
  */
-export async function enableTotpSecret(db: Kysely<Schema>, userId: string, secret: string, step: number): Promise<boolean> {
+export async function enableTotpSecret(
+  db: Kysely<Schema>,
+  userId: string,
+  secret: string,
+  step: number,
+): Promise<boolean> {
   const result = await db
     .updateTable('users')
     .set({ totp_secret: secret, totp_last_step: step })

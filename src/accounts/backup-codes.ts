@@ -25,7 +25,8 @@ export function looksLikeBackupCode(code: string): boolean {
   return code.length <= 64 && normalize(code) !== undefined;
 }
 
-const hashCode = (userId: string, normalized: string) => createHash('sha256').update(`${userId}\u0000${normalized}`).digest('base64url');
+const hashCode = (userId: string, normalized: string) =>
+  createHash('sha256').update(`${userId}\u0000${normalized}`).digest('base64url');
 
 function newCode(): string {
   let code = '';
@@ -39,14 +40,20 @@ function newCode(): string {
  * clear). Call it in the transaction that decides the change. Two replacements at once run one
  * after the other, so the second removes the first's set rather than adding to it.
  */
-export async function replaceBackupCodes(trx: Transaction<Schema>, userId: string, now = Date.now()): Promise<string[]> {
+export async function replaceBackupCodes(
+  trx: Transaction<Schema>,
+  userId: string,
+  now = Date.now(),
+): Promise<string[]> {
   await lockKey(trx, `backup-codes:${userId}`);
   const codes = new Set<string>();
   while (codes.size < BACKUP_CODES_PER_SET) codes.add(newCode());
   await removeBackupCodes(trx, userId);
   await trx
     .insertInto('backup_codes')
-    .values([...codes].map((code) => ({ user_id: userId, code_hash: hashCode(userId, normalize(code)!), created_at: now })))
+    .values(
+      [...codes].map((code) => ({ user_id: userId, code_hash: hashCode(userId, normalize(code)!), created_at: now })),
+    )
     .execute();
   return [...codes];
 }
@@ -57,7 +64,11 @@ export async function removeBackupCodes(db: Kysely<Schema>, userId: string): Pro
 }
 
 export async function countBackupCodes(db: Kysely<Schema>, userId: string): Promise<number> {
-  const row = await db.selectFrom('backup_codes').select((eb) => eb.fn.countAll<number | string | bigint>().as('n')).where('user_id', '=', userId).executeTakeFirst();
+  const row = await db
+    .selectFrom('backup_codes')
+    .select((eb) => eb.fn.countAll<number | string | bigint>().as('n'))
+    .where('user_id', '=', userId)
+    .executeTakeFirst();
   return Number(row?.n ?? 0);
 }
 
@@ -66,10 +77,18 @@ export async function countBackupCodes(db: Kysely<Schema>, userId: string): Prom
  * exactly one deletes it and is accepted. Answers how many are left, or undefined when the code is
  * not one of the user's (or was used).
  */
-export async function useBackupCode(db: Kysely<Schema>, userId: string, code: string): Promise<{ left: number } | undefined> {
+export async function useBackupCode(
+  db: Kysely<Schema>,
+  userId: string,
+  code: string,
+): Promise<{ left: number } | undefined> {
   const normalized = normalize(code);
   if (!normalized) return undefined;
-  const result = await db.deleteFrom('backup_codes').where('user_id', '=', userId).where('code_hash', '=', hashCode(userId, normalized)).executeTakeFirst();
+  const result = await db
+    .deleteFrom('backup_codes')
+    .where('user_id', '=', userId)
+    .where('code_hash', '=', hashCode(userId, normalized))
+    .executeTakeFirst();
   if (result.numDeletedRows === 0n) return undefined;
   return { left: await countBackupCodes(db, userId) };
 }

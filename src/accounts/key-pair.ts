@@ -56,11 +56,23 @@ function keyContext(userId: string, publicKeyPem: string): string {
  * batches. An account only gets one while it still has no public key, so several instances doing
  * this at once, or a user setting a key meanwhile, never lose anything. Answers how many it gave.
  */
-export async function giveKeyPairsToAccountsWithout(db: Kysely<Schema>, secrets: Secrets, log: FastifyBaseLogger, shouldStop: () => boolean = () => false): Promise<number> {
+export async function giveKeyPairsToAccountsWithout(
+  db: Kysely<Schema>,
+  secrets: Secrets,
+  log: FastifyBaseLogger,
+  shouldStop: () => boolean = () => false,
+): Promise<number> {
   let given = 0;
   const skipped = new Set<string>();
   while (!shouldStop()) {
-    const rows = await db.selectFrom('users').select('user_id').where('username', 'is not', null).where('public_key', 'is', null).orderBy('user_id').limit(skipped.size + 20).execute();
+    const rows = await db
+      .selectFrom('users')
+      .select('user_id')
+      .where('username', 'is not', null)
+      .where('public_key', 'is', null)
+      .orderBy('user_id')
+      .limit(skipped.size + 20)
+      .execute();
     const batch = rows.filter((row) => !skipped.has(row.user_id));
     if (batch.length === 0) break;
     for (const { user_id: userId } of batch) {

@@ -13,14 +13,33 @@ export type ChallengePurpose = 'sign_in' | 'register';
  * Issues a new random challenge bound to the browser (`bindingHash`, a hash of its binding cookie)
  * and, for adding a passkey, to the signed-in user.
  */
-export async function issueChallenge(db: Kysely<Schema>, binding: { bindingHash: string; purpose: ChallengePurpose; userId?: string }, now = Date.now()): Promise<string> {
+export async function issueChallenge(
+  db: Kysely<Schema>,
+  binding: { bindingHash: string; purpose: ChallengePurpose; userId?: string },
+  now = Date.now(),
+): Promise<string> {
   const challenge = randomBytes(32).toString('base64url');
   await db.transaction().execute(async (trx) => {
-    const keep = trx.selectFrom('passkey_challenges').select('challenge').where('binding_hash', '=', binding.bindingHash).orderBy('expires_at', 'desc').limit(LIVE_PER_BINDING - 1);
-    await trx.deleteFrom('passkey_challenges').where('binding_hash', '=', binding.bindingHash).where('challenge', 'not in', keep).execute();
+    const keep = trx
+      .selectFrom('passkey_challenges')
+      .select('challenge')
+      .where('binding_hash', '=', binding.bindingHash)
+      .orderBy('expires_at', 'desc')
+      .limit(LIVE_PER_BINDING - 1);
+    await trx
+      .deleteFrom('passkey_challenges')
+      .where('binding_hash', '=', binding.bindingHash)
+      .where('challenge', 'not in', keep)
+      .execute();
     await trx
       .insertInto('passkey_challenges')
-      .values({ challenge, binding_hash: binding.bindingHash, purpose: binding.purpose, user_id: binding.userId ?? null, expires_at: now + CHALLENGE_TTL_MS })
+      .values({
+        challenge,
+        binding_hash: binding.bindingHash,
+        purpose: binding.purpose,
+        user_id: binding.userId ?? null,
+        expires_at: now + CHALLENGE_TTL_MS,
+      })
       .execute();
   });
   return challenge;
@@ -44,7 +63,8 @@ export async function consumeChallenge(
     .where('binding_hash', '=', binding.bindingHash)
     .where('purpose', '=', binding.purpose)
     .where('expires_at', '>', now);
-  query = binding.userId === undefined ? query.where('user_id', 'is', null) : query.where('user_id', '=', binding.userId);
+  query =
+    binding.userId === undefined ? query.where('user_id', 'is', null) : query.where('user_id', '=', binding.userId);
   const result = await query.executeTakeFirst();
   return result.numDeletedRows > 0n;
 }

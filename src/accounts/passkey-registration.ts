@@ -5,15 +5,22 @@
  * other passkey) is refused.
  */
 import type { RegistrationResponseJSON } from '@simplewebauthn/server';
+import type { Kysely } from 'kysely';
 import { isUniqueViolation } from '../db/errors.ts';
+import type { Schema } from '../db/schema.ts';
 import type { Account } from './accounts.ts';
 import { CHALLENGE_TTL_MS, consumeChallenge, issueChallenge } from './passkey-challenges.ts';
 import { userHandleOf } from './passkey-sign-in.ts';
-import { cleanPasskeyName, deletePasskey, insertPasskey, listPasskeys, renamePasskey, type Passkey } from './passkeys.ts';
-import type { Kysely } from 'kysely';
-import type { Schema } from '../db/schema.ts';
+import {
+  cleanPasskeyName,
+  deletePasskey,
+  insertPasskey,
+  listPasskeys,
+  type Passkey,
+  renamePasskey,
+} from './passkeys.ts';
 import type { RelyingParty } from './relying-party.ts';
-import { recordSecurityEvent, type EventOrigin } from './security-events.ts';
+import { type EventOrigin, recordSecurityEvent } from './security-events.ts';
 import { webauthn } from './webauthn.ts';
 
 /** Passkeys one account may hold. */
@@ -47,30 +54,51 @@ export async function passkeyRegistrationOptions(ctx: AccountContext, account: A
 }
 
 const B64URL = /^[A-Za-z0-9_-]+={0,2}$/;
-const isB64 = (value: unknown, max: number): value is string => typeof value === 'string' && value.length > 0 && value.length <= max && B64URL.test(value);
+const isB64 = (value: unknown, max: number): value is string =>
+  typeof value === 'string' && value.length > 0 && value.length <= max && B64URL.test(value);
 
 function parseRegistrationResponse(body: unknown): RegistrationResponseJSON | undefined {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return undefined;
-  const { id, rawId, type, response, clientExtensionResults, authenticatorAttachment } = body as Record<string, unknown>;
+  const { id, rawId, type, response, clientExtensionResults, authenticatorAttachment } = body as Record<
+    string,
+    unknown
+  >;
   if (!isB64(id, 1400) || rawId !== id || type !== 'public-key') return undefined;
   if (typeof response !== 'object' || response === null || Array.isArray(response)) return undefined;
   const { clientDataJSON, attestationObject, transports } = response as Record<string, unknown>;
   if (!isB64(clientDataJSON, 8192) || !isB64(attestationObject, 65536)) return undefined;
-  const hints = Array.isArray(transports) ? transports.filter((t): t is string => typeof t === 'string' && /^[a-z-]{1,20}$/.test(t)).slice(0, 8) : [];
+  const hints = Array.isArray(transports)
+    ? transports.filter((t): t is string => typeof t === 'string' && /^[a-z-]{1,20}$/.test(t)).slice(0, 8)
+    : [];
   return {
     id,
     rawId: id,
     type: 'public-key',
-    response: { clientDataJSON, attestationObject, transports: hints as RegistrationResponseJSON['response']['transports'] },
-    clientExtensionResults: typeof clientExtensionResults === 'object' && clientExtensionResults !== null ? (clientExtensionResults as RegistrationResponseJSON['clientExtensionResults']) : {},
-    ...(authenticatorAttachment === 'platform' || authenticatorAttachment === 'cross-platform' ? { authenticatorAttachment } : {}),
+    response: {
+      clientDataJSON,
+      attestationObject,
+      transports: hints as RegistrationResponseJSON['response']['transports'],
+    },
+    clientExtensionResults:
+      typeof clientExtensionResults === 'object' && clientExtensionResults !== null
+        ? (clientExtensionResults as RegistrationResponseJSON['clientExtensionResults'])
+        : {},
+    ...(authenticatorAttachment === 'platform' || authenticatorAttachment === 'cross-platform'
+      ? { authenticatorAttachment }
+      : {}),
   };
 }
 
-export type AddPasskeyOutcome = { kind: 'added'; passkey: Passkey } | { kind: 'refused'; message: string; status: number };
+export type AddPasskeyOutcome =
+  | { kind: 'added'; passkey: Passkey }
+  | { kind: 'refused'; message: string; status: number };
 
 /** Checks the browser's answer to the registration options and stores the new passkey. */
-export async function addPasskey(ctx: AccountContext, account: Account, input: { response: unknown; name: unknown; bindingHash: string }): Promise<AddPasskeyOutcome> {
+export async function addPasskey(
+  ctx: AccountContext,
+  account: Account,
+  input: { response: unknown; name: unknown; bindingHash: string },
+): Promise<AddPasskeyOutcome> {
   const refused = (message: string, status = 400): AddPasskeyOutcome => ({ kind: 'refused', message, status });
   const response = parseRegistrationResponse(input.response);
   if (!response) return refused('The passkey could not be read. Try again.');
@@ -86,19 +114,34 @@ export async function addPasskey(ctx: AccountContext, account: Account, input: {
   } catch {
     return refused('The passkey could not be read. Try again.');
   }
-  if (typeof challenge !== 'string' || !(await consumeChallenge(ctx.db, challenge, { bindingHash: input.bindingHash, purpose: 'register', userId: account.userId }))) {
+  if (
+    typeof challenge !== 'string' ||
+    !(await consumeChallenge(ctx.db, challenge, {
+      bindingHash: input.bindingHash,
+      purpose: 'register',
+      userId: account.userId,
+    }))
+  ) {
     return refused('This request has expired or was already used. Try again.', 409);
   }
   let credential;
   try {
-    const verified = await verifyRegistrationResponse({ response, expectedChallenge: challenge, expectedOrigin: ctx.rp.origin, expectedRPID: ctx.rp.id, requireUserVerification: true });
-    if (!verified.verified || !verified.registrationInfo.userVerified) return refused('The passkey could not be verified. Try again.');
+    const verified = await verifyRegistrationResponse({
+      response,
+      expectedChallenge: challenge,
+      expectedOrigin: ctx.rp.origin,
+      expectedRPID: ctx.rp.id,
+      requireUserVerification: true,
+    });
+    if (!verified.verified || !verified.registrationInfo.userVerified)
+      return refused('The passkey could not be verified. Try again.');
     credential = verified.registrationInfo.credential;
   } catch {
     return refused('The passkey could not be verified. Try again.');
   }
   const existing = await listPasskeys(ctx.db, account.userId);
-  if (existing.length >= MAX_PASSKEYS) return refused(`An account holds at most ${MAX_PASSKEYS} passkeys. Remove one first.`, 409);
+  if (existing.length >= MAX_PASSKEYS)
+    return refused(`An account holds at most ${MAX_PASSKEYS} passkeys. Remove one first.`, 409);
   const passkey: Passkey = {
     credentialId: credential.id,
     userId: account.userId,
@@ -115,11 +158,20 @@ export async function addPasskey(ctx: AccountContext, account: Account, input: {
     if (isUniqueViolation(error)) return refused('That passkey is added already.', 409);
     throw error;
   }
-  await recordSecurityEvent(ctx.db, ctx.origin, { kind: 'passkey_added', userId: account.userId, details: { passkey: passkey.name, page: 'account' } });
+  await recordSecurityEvent(ctx.db, ctx.origin, {
+    kind: 'passkey_added',
+    userId: account.userId,
+    details: { passkey: passkey.name, page: 'account' },
+  });
   return { kind: 'added', passkey };
 }
 
-export async function renamePasskeyOf(ctx: AccountContext, account: Account, credentialId: string, newName: string): Promise<'renamed' | 'bad_name' | 'not_found'> {
+export async function renamePasskeyOf(
+  ctx: AccountContext,
+  account: Account,
+  credentialId: string,
+  newName: string,
+): Promise<'renamed' | 'bad_name' | 'not_found'> {
   const name = cleanPasskeyName(newName);
   if (!name) return 'bad_name';
   return (await renamePasskey(ctx.db, account.userId, credentialId, name)) ? 'renamed' : 'not_found';
@@ -130,10 +182,19 @@ export async function renamePasskeyOf(ctx: AccountContext, account: Account, cre
  * and no other passkey). The check and the delete run in one transaction that first writes the
  * user's row, so two removals of an account's last two passkeys cannot both pass the check.
  */
-export async function removePasskeyOf(ctx: AccountContext, account: Account, credentialId: string): Promise<'removed' | 'last_method' | 'not_found'> {
+export async function removePasskeyOf(
+  ctx: AccountContext,
+  account: Account,
+  credentialId: string,
+): Promise<'removed' | 'last_method' | 'not_found'> {
   const outcome = await ctx.db.transaction().execute(async (trx) => {
     // A no-op write: a row lock on PostgreSQL, the write lock on SQLite.
-    const user = await trx.updateTable('users').set((eb) => ({ user_id: eb.ref('user_id') })).where('user_id', '=', account.userId).returning('password_hash').executeTakeFirst();
+    const user = await trx
+      .updateTable('users')
+      .set((eb) => ({ user_id: eb.ref('user_id') }))
+      .where('user_id', '=', account.userId)
+      .returning('password_hash')
+      .executeTakeFirst();
     if (!user) return 'not_found' as const;
     const passkeys = await listPasskeys(trx, account.userId);
     const passkey = passkeys.find((p) => p.credentialId === credentialId);
@@ -143,6 +204,10 @@ export async function removePasskeyOf(ctx: AccountContext, account: Account, cre
     return passkey;
   });
   if (typeof outcome === 'string') return outcome;
-  await recordSecurityEvent(ctx.db, ctx.origin, { kind: 'passkey_removed', userId: account.userId, details: { passkey: outcome.name, page: 'account' } });
+  await recordSecurityEvent(ctx.db, ctx.origin, {
+    kind: 'passkey_removed',
+    userId: account.userId,
+    details: { passkey: outcome.name, page: 'account' },
+  });
   return 'removed';
 }

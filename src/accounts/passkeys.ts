@@ -37,7 +37,8 @@ function toPasskey(row: Row): Passkey {
 }
 
 /** A credential id as browsers send it: base64url, at most 1023 bytes decoded (WebAuthn §5.1). */
-export const isCredentialId = (value: unknown): value is string => typeof value === 'string' && /^[A-Za-z0-9_-]{16,1364}$/.test(value);
+export const isCredentialId = (value: unknown): value is string =>
+  typeof value === 'string' && /^[A-Za-z0-9_-]{16,1364}$/.test(value);
 
 /** A passkey's name: 1 to 64 characters, no control characters; answers the cleaned name or undefined. */
 export function cleanPasskeyName(value: string): string | undefined {
@@ -47,7 +48,13 @@ export function cleanPasskeyName(value: string): string | undefined {
 }
 
 export async function listPasskeys(db: Kysely<Schema>, userId: string): Promise<Passkey[]> {
-  const rows = await db.selectFrom('passkeys').selectAll().where('user_id', '=', userId).orderBy('created_at', 'asc').orderBy('credential_id', 'asc').execute();
+  const rows = await db
+    .selectFrom('passkeys')
+    .selectAll()
+    .where('user_id', '=', userId)
+    .orderBy('created_at', 'asc')
+    .orderBy('credential_id', 'asc')
+    .execute();
   return rows.map(toPasskey);
 }
 
@@ -73,15 +80,29 @@ export async function insertPasskey(db: Kysely<Schema>, passkey: Omit<Passkey, '
     .execute();
 }
 
-export async function renamePasskey(db: Kysely<Schema>, userId: string, credentialId: string, name: string): Promise<boolean> {
+export async function renamePasskey(
+  db: Kysely<Schema>,
+  userId: string,
+  credentialId: string,
+  name: string,
+): Promise<boolean> {
   if (!isCredentialId(credentialId)) return false;
-  const result = await db.updateTable('passkeys').set({ name }).where('credential_id', '=', credentialId).where('user_id', '=', userId).executeTakeFirst();
+  const result = await db
+    .updateTable('passkeys')
+    .set({ name })
+    .where('credential_id', '=', credentialId)
+    .where('user_id', '=', userId)
+    .executeTakeFirst();
   return result.numUpdatedRows > 0n;
 }
 
 export async function deletePasskey(db: Kysely<Schema>, userId: string, credentialId: string): Promise<boolean> {
   if (!isCredentialId(credentialId)) return false;
-  const result = await db.deleteFrom('passkeys').where('credential_id', '=', credentialId).where('user_id', '=', userId).executeTakeFirst();
+  const result = await db
+    .deleteFrom('passkeys')
+    .where('credential_id', '=', credentialId)
+    .where('user_id', '=', userId)
+    .executeTakeFirst();
   return result.numDeletedRows > 0n;
 }
 
@@ -90,7 +111,12 @@ export async function deletePasskey(db: Kysely<Schema>, userId: string, credenti
  * stored one, decided by one conditional UPDATE, so of two assertions racing with the same or a
  * lower counter only one is accepted. One that keeps none (0, stored 0) is always accepted.
  */
-export async function recordPasskeyUse(db: Kysely<Schema>, credentialId: string, newCounter: number, now = Date.now()): Promise<boolean> {
+export async function recordPasskeyUse(
+  db: Kysely<Schema>,
+  credentialId: string,
+  newCounter: number,
+  now = Date.now(),
+): Promise<boolean> {
   const result = await db
     .updateTable('passkeys')
     .set({ counter: newCounter, last_used_at: now })

@@ -16,15 +16,23 @@ import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from './passwords.ts';
 export const MIN_SCORE = 3;
 
 /** Why the password may not be set (a sentence without its final period), or undefined when it may. */
-export async function passwordRefusal(password: string, userInputs: readonly (string | null | undefined)[] = []): Promise<string | undefined> {
-  if (typeof password !== 'string' || password.length < MIN_PASSWORD_LENGTH) return `The password must have at least ${MIN_PASSWORD_LENGTH} characters`;
+export async function passwordRefusal(
+  password: string,
+  userInputs: readonly (string | null | undefined)[] = [],
+): Promise<string | undefined> {
+  if (typeof password !== 'string' || password.length < MIN_PASSWORD_LENGTH)
+    return `The password must have at least ${MIN_PASSWORD_LENGTH} characters`;
   if (password.length > MAX_PASSWORD_LENGTH) return `The password must have at most ${MAX_PASSWORD_LENGTH} characters`;
   // zxcvbn's cost grows with the length; past 100 characters a password that passes the first 100 is long enough.
-  const inputs = userInputs.flatMap((input) => (input ? [input, ...input.split(/[@._+-]/).filter((part) => part.length >= 3)] : []));
+  const inputs = userInputs.flatMap((input) =>
+    input ? [input, ...input.split(/[@._+-]/).filter((part) => part.length >= 3)] : [],
+  );
   const strength = await score(password.slice(0, 100), inputs);
   if (strength.score >= MIN_SCORE) return undefined;
   const warning = strength.warning?.trim().replace(/([^.!?])$/, '$1.');
-  return warning ? `${warning} Choose a password that is harder to guess` : 'This password is too easy to guess. Add another word or two that are not common';
+  return warning
+    ? `${warning} Choose a password that is harder to guess`
+    : 'This password is too easy to guess. Add another word or two that are not common';
 }
 
 const IDLE_MS = 60_000;

@@ -22,7 +22,11 @@ export interface StrengthAnswer {
 }
 
 export function createScorer(): (password: string, userInputs: string[]) => Omit<StrengthAnswer, 'id'> {
-  const zxcvbn = new ZxcvbnFactory({ dictionary: { ...common.dictionary, ...en.dictionary }, graphs: common.adjacencyGraphs, translations: en.translations });
+  const zxcvbn = new ZxcvbnFactory({
+    dictionary: { ...common.dictionary, ...en.dictionary },
+    graphs: common.adjacencyGraphs,
+    translations: en.translations,
+  });
   return (password, userInputs) => {
     const result = zxcvbn.check(password, userInputs);
     return { score: result.score, warning: result.feedback.warning, suggestions: result.feedback.suggestions };
@@ -32,5 +36,7 @@ export function createScorer(): (password: string, userInputs: string[]) => Omit
 if (parentPort) {
   const port = parentPort;
   const score = createScorer();
-  port.on('message', (request: StrengthRequest) => port.postMessage({ id: request.id, ...score(request.password, request.userInputs) } satisfies StrengthAnswer));
+  port.on('message', (request: StrengthRequest) =>
+    port.postMessage({ id: request.id, ...score(request.password, request.userInputs) } satisfies StrengthAnswer),
+  );
 }

@@ -17,11 +17,17 @@ export function relyingPartyFor(baseUrl: string, name = 'Content Service'): Rely
   const url = new URL(baseUrl);
   const host = url.hostname.replace(/^\[|\]$/g, '');
   if (isIP(host) !== 0) {
-    return { ok: false, reason: `Passkeys are not available here: this server's address (BASE_URL ${url.origin}) is an IP address, and browsers only allow passkeys on a domain name.` };
+    return {
+      ok: false,
+      reason: `Passkeys are not available here: this server's address (BASE_URL ${url.origin}) is an IP address, and browsers only allow passkeys on a domain name.`,
+    };
   }
   const local = host === 'localhost' || host.endsWith('.localhost');
   if (url.protocol !== 'https:' && !local) {
-    return { ok: false, reason: `Passkeys are not available here: browsers only allow them on https addresses (or localhost), and this server's address is ${url.origin}.` };
+    return {
+      ok: false,
+      reason: `Passkeys are not available here: browsers only allow them on https addresses (or localhost), and this server's address is ${url.origin}.`,
+    };
   }
   return { ok: true, rp: { id: host, origin: url.origin, name } };
 }

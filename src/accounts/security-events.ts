@@ -89,7 +89,11 @@ function notARepeat(event: NewSecurityEvent, ip: string | null, now: number): bo
  * Stores the event and logs it as one JSON line. Never throws: failing to record an event must
  * not fail the user's request (the failure is logged instead).
  */
-export async function recordSecurityEvent(db: Kysely<Schema>, origin: EventOrigin | undefined, event: NewSecurityEvent): Promise<void> {
+export async function recordSecurityEvent(
+  db: Kysely<Schema>,
+  origin: EventOrigin | undefined,
+  event: NewSecurityEvent,
+): Promise<void> {
   const now = Date.now();
   // Counted even when a repeat is not stored, so the metric shows the real rate (a lockout flood).
   countSecurityEvent(event.kind);
@@ -104,7 +108,14 @@ export async function recordSecurityEvent(db: Kysely<Schema>, origin: EventOrigi
     created_at: now,
   };
   origin?.log?.info(
-    { securityEvent: event.kind, eventId: row.event_id, userId: row.user_id, clientId: row.client_id, ip: row.ip, details: event.details ?? {} },
+    {
+      securityEvent: event.kind,
+      eventId: row.event_id,
+      userId: row.user_id,
+      clientId: row.client_id,
+      ip: row.ip,
+      details: event.details ?? {},
+    },
     'security event',
   );
   try {
@@ -115,7 +126,10 @@ export async function recordSecurityEvent(db: Kysely<Schema>, origin: EventOrigi
 }
 
 /** Events newest first, optionally of one user and from a time on. */
-export async function listSecurityEvents(db: Kysely<Schema>, filter: { userId?: string; since?: number; limit?: number } = {}): Promise<SecurityEvent[]> {
+export async function listSecurityEvents(
+  db: Kysely<Schema>,
+  filter: { userId?: string; since?: number; limit?: number } = {},
+): Promise<SecurityEvent[]> {
   let query = db
     .selectFrom('security_events')
     .leftJoin('users', 'users.user_id', 'security_events.user_id')

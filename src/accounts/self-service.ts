@@ -2,13 +2,20 @@ import type { Kysely } from 'kysely';
 import { isUniqueViolation } from '../db/errors.ts';
 import type { Schema } from '../db/schema.ts';
 import { endAllSessionsOfUser } from '../oauth/sessions.ts';
-import { AccountError, createAccount, findAccount, findAccountByLogin, storePasswordHash } from './accounts.ts';
+import type { Secrets } from '../secrets/sealed.ts';
 import type { SendAccountMail } from './account-mail.ts';
 import { maskEmailAddress } from './account-names.ts';
+import { AccountError, createAccount, findAccount, findAccountByLogin, storePasswordHash } from './accounts.ts';
 import { endAllDeviceTrust } from './trusted-devices.ts';
+import {
+  claimByFlow,
+  claimByLink,
+  endRequestsOfUser,
+  issueRequest,
+  type Purpose,
+  restoreRequest,
+} from './verification-requests.ts';
 import { endOtherWebSessions } from './web-sessions.ts';
-import type { Secrets } from '../secrets/sealed.ts';
-import { claimByFlow, claimByLink, endRequestsOfUser, issueRequest, restoreRequest, type Purpose } from './verification-requests.ts';
 
 /**
  * Sign-up, password reset and e-mail change (DESIGN "Self-service accounts"): what each step does
@@ -36,12 +43,27 @@ export async function requestCode(
   input: { purpose: 'sign_up' | 'reset'; address: string; returnTo?: string | null },
 ): Promise<RequestOutcome> {
   const account = await findAccountByLogin(db, input.address);
-  const issued = await issueRequest(db, { purpose: input.purpose, address: input.address, userId: account?.userId ?? null, returnTo: input.returnTo ?? null });
+  const issued = await issueRequest(db, {
+    purpose: input.purpose,
+    address: input.address,
+    userId: account?.userId ?? null,
+    returnTo: input.returnTo ?? null,
+  });
   const link = verifyLink(links, issued.linkToken);
   const outcome =
     input.purpose === 'sign_up'
-      ? await send(input.address, account ? { kind: 'account-exists', data: { resetLink: `${links.baseUrl}/account/forgot` } } : { kind: 'sign-up-code', data: { code: issued.code, link } })
-      : await send(input.address, account ? { kind: 'password-reset-code', data: { code: issued.code, link } } : { kind: 'password-reset-unknown', data: { signUpLink: `${links.baseUrl}/account/sign-up` } });
+      ? await send(
+          input.address,
+          account
+            ? { kind: 'account-exists', data: { resetLink: `${links.baseUrl}/account/forgot` } }
+            : { kind: 'sign-up-code', data: { code: issued.code, link } },
+        )
+      : await send(
+          input.address,
+          account
+            ? { kind: 'password-reset-code', data: { code: issued.code, link } }
+            : { kind: 'password-reset-unknown', data: { signUpLink: `${links.baseUrl}/account/sign-up` } },
+        );
   return outcome === 'sent' ? { kind: 'sent', flowToken: issued.flowToken } : { kind: 'mail failed' };
 }
 
@@ -71,17 +93,26 @@ export async function completeSignUp(
   if (!request) return { kind: 'ended' };
   let userId: string;
   try {
-    userId = await createAccount(db, { username: input.username, email: request.address, password: input.password }, secrets);
+    userId = await createAccount(
+      db,
+      { username: input.username, email: request.address, password: input.password },
+      secrets,
+    );
   } catch (error) {
     await restoreRequest(db, request);
     if (!(error instanceof AccountError) && !isUniqueViolation(error)) throw error;
     return (await findAccountByLogin(db, input.username)) ? { kind: 'username taken' } : { kind: 'email taken' };
   }
-  await send(request.address, { kind: 'welcome', data: { username: input.username, accountLink: `${links.baseUrl}/account` } });
+  await send(request.address, {
+    kind: 'welcome',
+    data: { username: input.username, accountLink: `${links.baseUrl}/account` },
+  });
   return { kind: 'created', userId, username: input.username, returnTo: request.return_to };
 }
 
-export type ResetOutcome = { kind: 'reset'; userId: string; sessionsEnded: number; deviceTrustsEnded: number } | { kind: 'ended' };
+export type ResetOutcome =
+  | { kind: 'reset'; userId: string; sessionsEnded: number; deviceTrustsEnded: number }
+  | { kind: 'ended' };
 
 /**
  * Sets the new password of a proven reset (hashed beforehand) and ends everything signed in with
@@ -89,7 +120,11 @@ export type ResetOutcome = { kind: 'reset'; userId: string; sessionsEnded: numbe
  * request of the account. One transaction, which begins by claiming the request: of two racing
  * resets only one does anything.
  */
-export async function completeReset(db: Kysely<Schema>, send: SendAccountMail, input: { flowToken: string; passwordHash: string }): Promise<ResetOutcome> {
+export async function completeReset(
+  db: Kysely<Schema>,
+  send: SendAccountMail,
+  input: { flowToken: string; passwordHash: string },
+): Promise<ResetOutcome> {
   const outcome = await db.transaction().execute(async (trx) => {
     const request = await claimByFlow(trx, 'reset', input.flowToken);
     if (!request?.user_id) return { kind: 'ended' } as const;
@@ -108,7 +143,11 @@ export async function completeReset(db: Kysely<Schema>, send: SendAccountMail, i
   return outcome;
 }
 
-export type EmailChangeRequestOutcome = { kind: 'sent' } | { kind: 'same' } | { kind: 'taken' } | { kind: 'mail failed' };
+export type EmailChangeRequestOutcome =
+  | { kind: 'sent' }
+  | { kind: 'same' }
+  | { kind: 'taken' }
+  | { kind: 'mail failed' };
 
 /** Sends the confirming link to the new address (24 hours) and a notice to the old one. */
 export async function requestEmailChange(
@@ -120,15 +159,25 @@ export async function requestEmailChange(
   if (input.oldEmail === input.newEmail) return { kind: 'same' };
   if (await findAccountByLogin(db, input.newEmail)) return { kind: 'taken' };
   const issued = await issueRequest(db, { purpose: 'email_change', address: input.newEmail, userId: input.userId });
-  if ((await send(input.newEmail, { kind: 'email-change-link', data: { link: verifyLink(links, issued.linkToken) } })) === 'failed') {
+  if (
+    (await send(input.newEmail, { kind: 'email-change-link', data: { link: verifyLink(links, issued.linkToken) } })) ===
+    'failed'
+  ) {
     await db.deleteFrom('verification_requests').where('request_id', '=', issued.requestId).execute();
     return { kind: 'mail failed' };
   }
-  if (input.oldEmail) await send(input.oldEmail, { kind: 'email-change-notice', data: { newEmailMasked: maskEmailAddress(input.newEmail) } });
+  if (input.oldEmail)
+    await send(input.oldEmail, {
+      kind: 'email-change-notice',
+      data: { newEmailMasked: maskEmailAddress(input.newEmail) },
+    });
   return { kind: 'sent' };
 }
 
-export type EmailChangeOutcome = { kind: 'changed'; userId: string; oldEmail: string | null; newEmail: string } | { kind: 'taken' } | { kind: 'ended' };
+export type EmailChangeOutcome =
+  | { kind: 'changed'; userId: string; oldEmail: string | null; newEmail: string }
+  | { kind: 'taken' }
+  | { kind: 'ended' };
 
 /**
  * Opens an e-mail change link: the claim, the new address and the end of the account's other

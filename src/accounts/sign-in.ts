@@ -27,11 +27,11 @@
  */
 import type { Kysely } from 'kysely';
 import type { Schema } from '../db/schema.ts';
-import { countAttempt, type AttemptLimit } from '../http/attempt-limits.ts';
-import { acceptTotpCode, findAccount, findAccountByLogin, type Account } from './accounts.ts';
-import { useBackupCode, looksLikeBackupCode } from './backup-codes.ts';
+import { type AttemptLimit, countAttempt } from '../http/attempt-limits.ts';
+import { type Account, acceptTotpCode, findAccount, findAccountByLogin } from './accounts.ts';
+import { looksLikeBackupCode, useBackupCode } from './backup-codes.ts';
 import { verifyPassword } from './passwords.ts';
-import { recordSecurityEvent, type EventDetails, type EventOrigin, type NewSecurityEvent } from './security-events.ts';
+import { type EventDetails, type EventOrigin, type NewSecurityEvent, recordSecurityEvent } from './security-events.ts';
 import { verifyTotp } from './totp.ts';
 import { isTrustedDevice, trustDevice } from './trusted-devices.ts';
 import { endPendingWebSessions } from './web-sessions.ts';
@@ -80,11 +80,17 @@ export type CodeCheck = { kind: 'right'; method: 'totp' | 'backup_code' } | Wron
 export type PasswordCheck = { kind: 'right' } | Wrong | Limited;
 
 const origin = (ctx: SignInContext): EventOrigin => ({ ip: ctx.ip, ...(ctx.log ? { log: ctx.log } : {}) });
-const record = (ctx: SignInContext, event: NewSecurityEvent) => recordSecurityEvent(ctx.db, origin(ctx), { clientId: ctx.clientId, ...event });
+const record = (ctx: SignInContext, event: NewSecurityEvent) =>
+  recordSecurityEvent(ctx.db, origin(ctx), { clientId: ctx.clientId, ...event });
 const withPage = (ctx: SignInContext, details: EventDetails): EventDetails => ({ ...details, page: ctx.page });
 
 /** Checks a password of `account` (undefined: no such account; the hash check runs all the same). */
-async function checkPasswordOf(ctx: SignInContext, account: Account | undefined, login: string, password: string): Promise<PasswordCheck> {
+async function checkPasswordOf(
+  ctx: SignInContext,
+  account: Account | undefined,
+  login: string,
+  password: string,
+): Promise<PasswordCheck> {
   const { passwordByIp, passwordByAccount } = ctx.limits;
   const attempt = await countAttempt([
     passwordByIp.of(ctx.ip),
@@ -92,8 +98,16 @@ async function checkPasswordOf(ctx: SignInContext, account: Account | undefined,
     passwordByAccount.of(account ? `user:${account.userId}` : `login:${login.toLowerCase()}`),
   ]);
   if (attempt.refusedBy.length > 0) {
-    await record(ctx, { kind: 'sign_in_locked_out', userId: account?.userId, details: withPage(ctx, { step: 'password', retry_after_s: Math.ceil(attempt.retryAfterMs / 1000) }) });
-    return { kind: 'limited', retryAfterMs: attempt.retryAfterMs, accountLimited: attempt.refusedBy.includes(passwordByAccount) };
+    await record(ctx, {
+      kind: 'sign_in_locked_out',
+      userId: account?.userId,
+      details: withPage(ctx, { step: 'password', retry_after_s: Math.ceil(attempt.retryAfterMs / 1000) }),
+    });
+    return {
+      kind: 'limited',
+      retryAfterMs: attempt.retryAfterMs,
+      accountLimited: attempt.refusedBy.includes(passwordByAccount),
+    };
   }
   if (!(await verifyPassword(account?.passwordHash, password)) || !account) {
     const reason = account ? 'wrong_password' : 'unknown_account';
@@ -105,16 +119,33 @@ async function checkPasswordOf(ctx: SignInContext, account: Account | undefined,
 }
 
 /** Counts a code attempt against the code limits and runs `check` unless a limit refuses it. */
-async function underCodeLimits(ctx: SignInContext, account: Account, check: () => Promise<CodeCheck>): Promise<CodeCheck> {
+async function underCodeLimits(
+  ctx: SignInContext,
+  account: Account,
+  check: () => Promise<CodeCheck>,
+): Promise<CodeCheck> {
   const { codeByIp, codeByAccount } = ctx.limits;
   const attempt = await countAttempt([codeByIp.of(ctx.ip), codeByAccount.of(account.userId)]);
   if (attempt.refusedBy.length > 0) {
-    await record(ctx, { kind: 'sign_in_locked_out', userId: account.userId, details: withPage(ctx, { step: 'two_step', retry_after_s: Math.ceil(attempt.retryAfterMs / 1000) }) });
-    return { kind: 'limited', retryAfterMs: attempt.retryAfterMs, accountLimited: attempt.refusedBy.includes(codeByAccount) };
+    await record(ctx, {
+      kind: 'sign_in_locked_out',
+      userId: account.userId,
+      details: withPage(ctx, { step: 'two_step', retry_after_s: Math.ceil(attempt.retryAfterMs / 1000) }),
+    });
+    return {
+      kind: 'limited',
+      retryAfterMs: attempt.retryAfterMs,
+      accountLimited: attempt.refusedBy.includes(codeByAccount),
+    };
   }
   const checked = await check();
   if (checked.kind === 'right') await attempt.succeeded();
-  else if (checked.kind === 'wrong') await record(ctx, { kind: 'two_step_failed', userId: account.userId, details: withPage(ctx, { reason: checked.reason === 'used_code' ? 'used' : 'wrong' }) });
+  else if (checked.kind === 'wrong')
+    await record(ctx, {
+      kind: 'two_step_failed',
+      userId: account.userId,
+      details: withPage(ctx, { reason: checked.reason === 'used_code' ? 'used' : 'wrong' }),
+    });
   return checked;
 }
 
@@ -128,7 +159,11 @@ export async function checkTwoStepCode(ctx: SignInContext, account: Account, cod
     if (looksLikeBackupCode(code)) {
       const used = await useBackupCode(ctx.db, account.userId, code);
       if (!used) return { kind: 'wrong', reason: 'wrong_code' };
-      await record(ctx, { kind: 'backup_code_used', userId: account.userId, details: withPage(ctx, { backup_codes_left: used.left }) });
+      await record(ctx, {
+        kind: 'backup_code_used',
+        userId: account.userId,
+        details: withPage(ctx, { backup_codes_left: used.left }),
+      });
       return { kind: 'right', method: 'backup_code' };
     }
     const outcome = await acceptTotpCode(ctx.db, account.userId, code);
@@ -138,8 +173,15 @@ export async function checkTwoStepCode(ctx: SignInContext, account: Account, cod
 }
 
 /** Checks the first code of a secret being set up (turning two-step on), under the code limits. */
-export async function checkNewTotpCode(ctx: SignInContext, account: Account, secret: string, code: string): Promise<CodeCheck> {
-  return underCodeLimits(ctx, account, async () => (verifyTotp(secret, code) ? { kind: 'right', method: 'totp' } : { kind: 'wrong', reason: 'wrong_code' }));
+export async function checkNewTotpCode(
+  ctx: SignInContext,
+  account: Account,
+  secret: string,
+  code: string,
+): Promise<CodeCheck> {
+  return underCodeLimits(ctx, account, async () =>
+    verifyTotp(secret, code) ? { kind: 'right', method: 'totp' } : { kind: 'wrong', reason: 'wrong_code' },
+  );
 }
 
 /** The signed-in person's password again (before a change of password or address). */
@@ -148,8 +190,17 @@ export function checkCurrentPassword(ctx: SignInContext, account: Account, passw
 }
 
 /** Ends a sign-in as succeeded: records sign_in_succeeded. For a step that needs no further one (e.g. a passkey that is itself two factors). */
-export async function signInSucceeded(ctx: SignInContext, account: Account, method: SignInMethod, twoStep: TwoStep): Promise<SignInOutcome> {
-  await record(ctx, { kind: 'sign_in_succeeded', userId: account.userId, details: withPage(ctx, { method, two_step: twoStep }) });
+export async function signInSucceeded(
+  ctx: SignInContext,
+  account: Account,
+  method: SignInMethod,
+  twoStep: TwoStep,
+): Promise<SignInOutcome> {
+  await record(ctx, {
+    kind: 'sign_in_succeeded',
+    userId: account.userId,
+    details: withPage(ctx, { method, two_step: twoStep }),
+  });
   return { kind: 'signed_in', account, method, twoStep };
 }
 
@@ -157,7 +208,10 @@ export async function signInSucceeded(ctx: SignInContext, account: Account, meth
  * First step: `login` (username in any case, or email address) and password. An account with
  * two-step on needs a code next, unless `deviceId` (an OAuth device authorization's) is trusted.
  */
-export async function passwordStep(ctx: SignInContext, input: { login: string; password: string; deviceId?: string | null }): Promise<SignInOutcome> {
+export async function passwordStep(
+  ctx: SignInContext,
+  input: { login: string; password: string; deviceId?: string | null },
+): Promise<SignInOutcome> {
   const login = input.login.trim();
   const account = await findAccountByLogin(ctx.db, login);
   const checked = await checkPasswordOf(ctx, account, login, input.password);
@@ -169,9 +223,15 @@ export async function passwordStep(ctx: SignInContext, input: { login: string; p
  * Ends a first step that proved the person (a password, later a passkey): signed in, or a code
  * is needed. Exported for the other first steps.
  */
-export async function afterFirstStep(ctx: SignInContext, account: Account, method: SignInMethod, deviceId: string | null): Promise<SignInOutcome> {
+export async function afterFirstStep(
+  ctx: SignInContext,
+  account: Account,
+  method: SignInMethod,
+  deviceId: string | null,
+): Promise<SignInOutcome> {
   if (account.totpSecret === null) return signInSucceeded(ctx, account, method, 'off');
-  if (await isTrustedDevice(ctx.db, account.userId, deviceId)) return signInSucceeded(ctx, account, method, 'trusted_device');
+  if (await isTrustedDevice(ctx.db, account.userId, deviceId))
+    return signInSucceeded(ctx, account, method, 'trusted_device');
   return { kind: 'needs_code', account };
 }
 
@@ -180,12 +240,21 @@ export async function afterFirstStep(ctx: SignInContext, account: Account, metho
  * Past the account's code limit every sign-in of the account waiting for a code ends (DESIGN):
  * each starts again with the password. `trustDeviceId`: trust this device for 30 days.
  */
-export async function codeStep(ctx: SignInContext, userId: string, input: { code: string; trustDeviceId?: string | null; method?: SignInMethod }): Promise<SignInOutcome> {
+export async function codeStep(
+  ctx: SignInContext,
+  userId: string,
+  input: { code: string; trustDeviceId?: string | null; method?: SignInMethod },
+): Promise<SignInOutcome> {
   const account = await findAccount(ctx.db, userId);
   if (!account?.totpSecret) return { kind: 'start_again' };
   const checked = await checkTwoStepCode(ctx, account, input.code);
   if (checked.kind === 'limited' && checked.accountLimited) await endPendingWebSessions(ctx.db, account.userId);
   if (checked.kind !== 'right') return checked;
   if (input.trustDeviceId) await trustDevice(ctx.db, account.userId, input.trustDeviceId);
-  return signInSucceeded(ctx, account, input.method ?? 'password', checked.method === 'backup_code' ? 'backup_code' : 'code');
+  return signInSucceeded(
+    ctx,
+    account,
+    input.method ?? 'password',
+    checked.method === 'backup_code' ? 'backup_code' : 'code',
+  );
 }

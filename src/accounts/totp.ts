@@ -2,7 +2,14 @@ import { Secret, TOTP } from 'otpauth';
 
 /** RFC 6238 as authenticator apps use it: SHA-1, 6 digits, 30-second steps. */
 function totp(secret: string, label = 'account') {
-  return new TOTP({ issuer: 'Content Service', label, algorithm: 'SHA1', digits: 6, period: 30, secret: Secret.fromBase32(secret) });
+  return new TOTP({
+    issuer: 'Content Service',
+    label,
+    algorithm: 'SHA1',
+    digits: 6,
+    period: 30,
+    secret: Secret.fromBase32(secret),
+  });
 }
 
 export function newTotpSecret(): string {

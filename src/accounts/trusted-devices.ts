@@ -6,9 +6,15 @@ import type { Schema } from '../db/schema.ts';
 export const DEVICE_TRUST_TTL_MS = 30 * 24 * 60 * 60 * 1000;
 
 /** Only a hash of device id and user id is stored, so a leaked table names no device. */
-const deviceHash = (deviceId: string, userId: string) => createHash('sha256').update(`${deviceId}\u0000${userId}`).digest('base64url');
+const deviceHash = (deviceId: string, userId: string) =>
+  createHash('sha256').update(`${deviceId}\u0000${userId}`).digest('base64url');
 
-export async function isTrustedDevice(db: Kysely<Schema>, userId: string, deviceId: string | null, now = Date.now()): Promise<boolean> {
+export async function isTrustedDevice(
+  db: Kysely<Schema>,
+  userId: string,
+  deviceId: string | null,
+  now = Date.now(),
+): Promise<boolean> {
   if (!deviceId) return false;
   const row = await db
     .selectFrom('trusted_devices')
@@ -20,7 +26,12 @@ export async function isTrustedDevice(db: Kysely<Schema>, userId: string, device
 }
 
 /** Trusts the device for 30 days from now (trusting it again renews the 30 days). */
-export async function trustDevice(db: Kysely<Schema>, userId: string, deviceId: string, now = Date.now()): Promise<void> {
+export async function trustDevice(
+  db: Kysely<Schema>,
+  userId: string,
+  deviceId: string,
+  now = Date.now(),
+): Promise<void> {
   await db
     .insertInto('trusted_devices')
     .values({ device_hash: deviceHash(deviceId, userId), user_id: userId, created_at: now })
@@ -35,13 +46,23 @@ export interface TrustedDevice {
 }
 
 export async function listTrustedDevices(db: Kysely<Schema>, userId: string): Promise<TrustedDevice[]> {
-  const rows = await db.selectFrom('trusted_devices').select(['device_hash', 'created_at']).where('user_id', '=', userId).orderBy('created_at', 'desc').orderBy('device_hash').execute();
+  const rows = await db
+    .selectFrom('trusted_devices')
+    .select(['device_hash', 'created_at'])
+    .where('user_id', '=', userId)
+    .orderBy('created_at', 'desc')
+    .orderBy('device_hash')
+    .execute();
   return rows.map((row) => ({ trustId: row.device_hash, createdAt: row.created_at }));
 }
 
 /** Ends the trust of one of the user's devices (never another user's). */
 export async function endDeviceTrust(db: Kysely<Schema>, userId: string, trustId: string): Promise<boolean> {
-  const result = await db.deleteFrom('trusted_devices').where('device_hash', '=', trustId).where('user_id', '=', userId).executeTakeFirst();
+  const result = await db
+    .deleteFrom('trusted_devices')
+    .where('device_hash', '=', trustId)
+    .where('user_id', '=', userId)
+    .executeTakeFirst();
   return result.numDeletedRows > 0n;
 }
 

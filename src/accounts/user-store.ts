@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
-import type { Schema } from '../db/schema.ts';
 import { reusableQuery } from '../db/reusable-query.ts';
+import type { Schema } from '../db/schema.ts';
 
 export interface NewUser {
   userId: string;

@@ -14,7 +14,11 @@ import { hashSecret, newSecret } from '../oauth/secrets.ts';
 export type Purpose = 'sign_up' | 'reset' | 'email_change';
 
 const MINUTE_MS = 60_000;
-export const REQUEST_TTL_MS: Record<Purpose, number> = { sign_up: 15 * MINUTE_MS, reset: 15 * MINUTE_MS, email_change: 24 * 60 * MINUTE_MS };
+export const REQUEST_TTL_MS: Record<Purpose, number> = {
+  sign_up: 15 * MINUTE_MS,
+  reset: 15 * MINUTE_MS,
+  email_change: 24 * 60 * MINUTE_MS,
+};
 /** Wrong codes a request takes; the next attempt finds it ended. */
 export const MAX_CODE_ATTEMPTS = 5;
 
@@ -73,16 +77,27 @@ export async function issueRequest(
 }
 
 /** The live request a browser's flow token belongs to, at `stage`. */
-export async function findByFlow(db: Kysely<Schema>, purpose: Purpose, flowToken: string | undefined, stage: 'sent' | 'verified', now = Date.now()): Promise<VerificationRequest | undefined> {
+export async function findByFlow(
+  db: Kysely<Schema>,
+  purpose: Purpose,
+  flowToken: string | undefined,
+  stage: 'sent' | 'verified',
+  now = Date.now(),
+): Promise<VerificationRequest | undefined> {
   if (!flowToken || !/^[A-Za-z0-9_-]{43}$/.test(flowToken)) return undefined;
   const hash = hashSecret(flowToken);
   const row = await db.selectFrom('verification_requests').selectAll().where('flow_hash', '=', hash).executeTakeFirst();
-  if (!row || row.purpose !== purpose || row.stage !== stage || row.expires_at <= now || !sameHash(row.flow_hash, hash)) return undefined;
+  if (!row || row.purpose !== purpose || row.stage !== stage || row.expires_at <= now || !sameHash(row.flow_hash, hash))
+    return undefined;
   return row as VerificationRequest;
 }
 
 /** The live request a link token belongs to, not yet proven. */
-export async function findByLink(db: Kysely<Schema>, linkToken: string, now = Date.now()): Promise<VerificationRequest | undefined> {
+export async function findByLink(
+  db: Kysely<Schema>,
+  linkToken: string,
+  now = Date.now(),
+): Promise<VerificationRequest | undefined> {
   if (!/^[A-Za-z0-9_-]{43}$/.test(linkToken)) return undefined;
   const hash = hashSecret(linkToken);
   const row = await db.selectFrom('verification_requests').selectAll().where('link_hash', '=', hash).executeTakeFirst();
@@ -101,7 +116,13 @@ async function markProven(db: Kysely<Schema>, request: VerificationRequest, now:
   const flowToken = newSecret();
   const result = await db
     .updateTable('verification_requests')
-    .set({ stage: 'verified', flow_hash: hashSecret(flowToken), code_hash: null, link_hash: null, expires_at: now + REQUEST_TTL_MS[request.purpose] })
+    .set({
+      stage: 'verified',
+      flow_hash: hashSecret(flowToken),
+      code_hash: null,
+      link_hash: null,
+      expires_at: now + REQUEST_TTL_MS[request.purpose],
+    })
     .where('request_id', '=', request.request_id)
     .where('stage', '=', 'sent')
     .where('expires_at', '>', now)
@@ -115,7 +136,13 @@ async function markProven(db: Kysely<Schema>, request: VerificationRequest, now:
  * is compared, by one conditional UPDATE, so a burst of simultaneous guesses gets no more than
  * MAX_CODE_ATTEMPTS between them; the last wrong one ends the request.
  */
-export async function proveByCode(db: Kysely<Schema>, purpose: Purpose, flowToken: string | undefined, code: string, now = Date.now()): Promise<ProveOutcome> {
+export async function proveByCode(
+  db: Kysely<Schema>,
+  purpose: Purpose,
+  flowToken: string | undefined,
+  code: string,
+  now = Date.now(),
+): Promise<ProveOutcome> {
   const request = await findByFlow(db, purpose, flowToken, 'sent', now);
   if (!request) return { kind: 'ended' };
   const counted = await db
@@ -128,15 +155,24 @@ export async function proveByCode(db: Kysely<Schema>, purpose: Purpose, flowToke
     .executeTakeFirst();
   if (!counted) return { kind: 'ended' };
   const typed = code.replace(/[\s-]/g, '');
-  if (/^[0-9]{6}$/.test(typed) && sameHash(request.code_hash, codeHash(request.request_id, typed))) return markProven(db, request, now);
+  if (/^[0-9]{6}$/.test(typed) && sameHash(request.code_hash, codeHash(request.request_id, typed)))
+    return markProven(db, request, now);
   const attemptsLeft = MAX_CODE_ATTEMPTS - Number(counted.code_attempts);
   if (attemptsLeft > 0) return { kind: 'wrong', attemptsLeft };
-  await db.deleteFrom('verification_requests').where('request_id', '=', request.request_id).where('stage', '=', 'sent').execute();
+  await db
+    .deleteFrom('verification_requests')
+    .where('request_id', '=', request.request_id)
+    .where('stage', '=', 'sent')
+    .execute();
   return { kind: 'ended' };
 }
 
 /** Proves a request by its link (sign-up and reset; an e-mail change is claimed by its link at once). */
-export async function proveByLink(db: Kysely<Schema>, request: VerificationRequest, now = Date.now()): Promise<ProveOutcome> {
+export async function proveByLink(
+  db: Kysely<Schema>,
+  request: VerificationRequest,
+  now = Date.now(),
+): Promise<ProveOutcome> {
   return markProven(db, request, now);
 }
 
@@ -145,7 +181,12 @@ export async function proveByLink(db: Kysely<Schema>, request: VerificationReque
  * racing finishers cannot both win. Run inside the transaction that does what it was for, so a
  * failure there leaves the request in place.
  */
-export async function claimByFlow(db: Kysely<Schema>, purpose: Purpose, flowToken: string, now = Date.now()): Promise<VerificationRequest | undefined> {
+export async function claimByFlow(
+  db: Kysely<Schema>,
+  purpose: Purpose,
+  flowToken: string,
+  now = Date.now(),
+): Promise<VerificationRequest | undefined> {
   if (!/^[A-Za-z0-9_-]{43}$/.test(flowToken)) return undefined;
   const row = await db
     .deleteFrom('verification_requests')
@@ -160,11 +201,20 @@ export async function claimByFlow(db: Kysely<Schema>, purpose: Purpose, flowToke
 
 /** Puts back a request claimed by claimByFlow whose purpose could not be carried out (a replacing request wins). */
 export async function restoreRequest(db: Kysely<Schema>, request: VerificationRequest): Promise<void> {
-  await db.insertInto('verification_requests').values(request).onConflict((conflict) => conflict.doNothing()).execute();
+  await db
+    .insertInto('verification_requests')
+    .values(request)
+    .onConflict((conflict) => conflict.doNothing())
+    .execute();
 }
 
 /** Claims (deletes) a request by its link token, in the caller's transaction. */
-export async function claimByLink(db: Kysely<Schema>, purpose: Purpose, linkToken: string, now = Date.now()): Promise<VerificationRequest | undefined> {
+export async function claimByLink(
+  db: Kysely<Schema>,
+  purpose: Purpose,
+  linkToken: string,
+  now = Date.now(),
+): Promise<VerificationRequest | undefined> {
   if (!/^[A-Za-z0-9_-]{43}$/.test(linkToken)) return undefined;
   const row = await db
     .deleteFrom('verification_requests')

@@ -26,7 +26,11 @@ export interface WebSession {
   pendingTotpSecret: string | null;
 }
 
-export async function findWebSession(db: Kysely<Schema>, token: string, now = Date.now()): Promise<WebSession | undefined> {
+export async function findWebSession(
+  db: Kysely<Schema>,
+  token: string,
+  now = Date.now(),
+): Promise<WebSession | undefined> {
   if (token.length > 128) return undefined;
   const row = await db
     .selectFrom('web_sessions')
@@ -34,16 +38,33 @@ export async function findWebSession(db: Kysely<Schema>, token: string, now = Da
     .where('session_hash', '=', hashSecret(token))
     .executeTakeFirst();
   if (!row || row.expires_at <= now) return undefined;
-  return { token, userId: row.user_id, mfaPending: row.mfa_pending === 1, signedInAt: row.created_at, pendingTotpSecret: row.pending_totp_secret };
+  return {
+    token,
+    userId: row.user_id,
+    mfaPending: row.mfa_pending === 1,
+    signedInAt: row.created_at,
+    pendingTotpSecret: row.pending_totp_secret,
+  };
 }
 
 /** A new sign-in of the user (full, or waiting for its code): its token and how long it lasts. */
-export async function createWebSession(db: Kysely<Schema>, userId: string, mfaPending: boolean, now = Date.now()): Promise<{ token: string; ttlMs: number }> {
+export async function createWebSession(
+  db: Kysely<Schema>,
+  userId: string,
+  mfaPending: boolean,
+  now = Date.now(),
+): Promise<{ token: string; ttlMs: number }> {
   const token = newSecret();
   const ttlMs = mfaPending ? MFA_PENDING_TTL_MS : SIGNED_IN_TTL_MS;
   await db
     .insertInto('web_sessions')
-    .values({ session_hash: hashSecret(token), user_id: userId, mfa_pending: mfaPending ? 1 : 0, created_at: now, expires_at: now + ttlMs })
+    .values({
+      session_hash: hashSecret(token),
+      user_id: userId,
+      mfa_pending: mfaPending ? 1 : 0,
+      created_at: now,
+      expires_at: now + ttlMs,
+    })
     .execute();
   return { token, ttlMs };
 }
@@ -66,34 +87,57 @@ export async function endOtherWebSessions(db: Kysely<Schema>, userId: string, ke
 
 /** Keeps (or, with null, forgets) the two-step secret the signed-in browser is setting up. */
 export async function setPendingTotpSecret(db: Kysely<Schema>, token: string, secret: string | null): Promise<void> {
-  await db.updateTable('web_sessions').set({ pending_totp_secret: secret }).where('session_hash', '=', hashSecret(token)).execute();
+  await db
+    .updateTable('web_sessions')
+    .set({ pending_totp_secret: secret })
+    .where('session_hash', '=', hashSecret(token))
+    .execute();
 }
 
 // The key only the browser's token gives: the database holds just the token's hash.
 const showKey = (token: string) => createHash('sha256').update(`backup codes to show\u0000${token}`).digest();
 
 /** Keeps a new set of backup codes to show once on this browser's next account page. */
-export async function keepBackupCodesToShow(db: Kysely<Schema>, token: string, codes: readonly string[]): Promise<void> {
+export async function keepBackupCodesToShow(
+  db: Kysely<Schema>,
+  token: string,
+  codes: readonly string[],
+): Promise<void> {
   const iv = randomBytes(12);
   const cipher = createCipheriv('aes-256-gcm', showKey(token), iv);
   const sealed = Buffer.concat([cipher.update(JSON.stringify(codes), 'utf8'), cipher.final()]);
   const stored = Buffer.concat([iv, cipher.getAuthTag(), sealed]).toString('base64url');
-  await db.updateTable('web_sessions').set({ backup_codes_to_show: stored }).where('session_hash', '=', hashSecret(token)).execute();
+  await db
+    .updateTable('web_sessions')
+    .set({ backup_codes_to_show: stored })
+    .where('session_hash', '=', hashSecret(token))
+    .execute();
 }
 
 /** The backup codes this browser is to be shown, once: whoever clears them first shows them. */
 export async function takeBackupCodesToShow(db: Kysely<Schema>, token: string): Promise<string[] | undefined> {
   const hash = hashSecret(token);
-  const row = await db.selectFrom('web_sessions').select('backup_codes_to_show').where('session_hash', '=', hash).executeTakeFirst();
+  const row = await db
+    .selectFrom('web_sessions')
+    .select('backup_codes_to_show')
+    .where('session_hash', '=', hash)
+    .executeTakeFirst();
   const stored = row?.backup_codes_to_show;
   if (!stored) return undefined;
-  const cleared = await db.updateTable('web_sessions').set({ backup_codes_to_show: null }).where('session_hash', '=', hash).where('backup_codes_to_show', '=', stored).executeTakeFirst();
+  const cleared = await db
+    .updateTable('web_sessions')
+    .set({ backup_codes_to_show: null })
+    .where('session_hash', '=', hash)
+    .where('backup_codes_to_show', '=', stored)
+    .executeTakeFirst();
   if (cleared.numUpdatedRows === 0n) return undefined;
   try {
     const raw = Buffer.from(stored, 'base64url');
     const decipher = createDecipheriv('aes-256-gcm', showKey(token), raw.subarray(0, 12));
     decipher.setAuthTag(raw.subarray(12, 28));
-    return JSON.parse(Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString('utf8')) as string[];
+    return JSON.parse(
+      Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString('utf8'),
+    ) as string[];
   } catch {
     return undefined;
   }

@@ -10,6 +10,8 @@ export type WebAuthn = typeof import('@simplewebauthn/server') & WebAuthnHelpers
 let loading: Promise<WebAuthn> | undefined;
 
 export function webauthn(): Promise<WebAuthn> {
-  loading ??= Promise.all([import('@simplewebauthn/server'), import('@simplewebauthn/server/helpers')]).then(([server, helpers]) => ({ ...server, ...helpers }));
+  loading ??= Promise.all([import('@simplewebauthn/server'), import('@simplewebauthn/server/helpers')]).then(
+    ([server, helpers]) => ({ ...server, ...helpers }),
+  );
   return loading;
 }

@@ -1,6 +1,6 @@
-import { badRequest } from '../http/errors.ts';
-import { InvalidPublicKeyError, normalizePublicKey } from '../accounts/public-key.ts';
 import { openAccountPrivateKey } from '../accounts/key-pair.ts';
+import { InvalidPublicKeyError, normalizePublicKey } from '../accounts/public-key.ts';
+import { badRequest } from '../http/errors.ts';
 import { defineClass } from '../rest/definition.ts';
 import { nullableTextProperty, timestampProperty } from '../rest/properties.ts';
 import { UserInputs as inputs, UserProperties as schemas } from './schemas.ts';
@@ -24,8 +24,18 @@ export const User = defineClass({
   table: 'users',
   id: { property: 'userId', column: 'user_id' },
   properties: {
-    username: nullableTextProperty('username', { writable: true, required: true, schema: schemas.username, input: inputs.username }),
-    publicKey: nullableTextProperty('public_key', { writable: true, schema: schemas.publicKey, input: inputs.publicKey, fromJson: publicKeyFromJson }),
+    username: nullableTextProperty('username', {
+      writable: true,
+      required: true,
+      schema: schemas.username,
+      input: inputs.username,
+    }),
+    publicKey: nullableTextProperty('public_key', {
+      writable: true,
+      schema: schemas.publicKey,
+      input: inputs.publicKey,
+      fromJson: publicKeyFromJson,
+    }),
     privateKey: nullableTextProperty('private_key', {
       schema: schemas.privateKey,
       readScope: 'users.private_key:read',

@@ -1,16 +1,23 @@
 import { chmodSync, constants, copyFileSync, existsSync } from 'node:fs';
 import { Command, InvalidArgumentError } from 'commander';
-import { AccountError, createAccount, findAccount, findAccountByLogin, setPassword, setTotpSecret } from '../accounts/accounts.ts';
+import {
+  AccountError,
+  createAccount,
+  findAccount,
+  findAccountByLogin,
+  setPassword,
+  setTotpSecret,
+} from '../accounts/accounts.ts';
 import { listSecurityEvents, recordSecurityEvent } from '../accounts/security-events.ts';
-import { newTotpSecret, isBase32Secret, totpUri } from '../accounts/totp.ts';
-import { ConfigError, loadConfig, type Config } from '../config.ts';
-import { BackupError, openDatabase, type Database } from '../db/connection.ts';
+import { isBase32Secret, newTotpSecret, totpUri } from '../accounts/totp.ts';
+import { type Config, ConfigError, loadConfig } from '../config.ts';
+import { BackupError, type Database, openDatabase } from '../db/connection.ts';
 import { migrateToLatest } from '../db/migrate.ts';
 import { isUuid, normalizeUuid } from '../http/uuid.ts';
 import { createApplication, deleteApplication, InvalidApplicationError, listApplications } from '../oauth/clients.ts';
 import { OAuthError } from '../oauth/errors.ts';
-import { loadSecretsKey, secretsKeyFile } from '../secrets/secrets-key.ts';
 import { Secrets } from '../secrets/sealed.ts';
+import { loadSecretsKey, secretsKeyFile } from '../secrets/secrets-key.ts';
 
 /** Runs `action` against the configured database, migrated, and closes it afterwards. */
 async function withDatabase<T>(action: (database: Database) => Promise<T>): Promise<T> {
@@ -23,16 +30,21 @@ async function withDatabase<T>(action: (database: Database) => Promise<T>): Prom
   }
 }
 
-const print = (value: unknown) => process.stdout.write(`${typeof value === 'string' ? value : JSON.stringify(value)}\n`);
+const print = (value: unknown) =>
+  process.stdout.write(`${typeof value === 'string' ? value : JSON.stringify(value)}\n`);
 const collect = (value: string, previous: string[] = []) => [...previous, value];
 
 async function resolveUser(database: Database, who: string) {
-  const account = isUuid(who) ? await findAccount(database.db, normalizeUuid(who)) : await findAccountByLogin(database.db, who);
+  const account = isUuid(who)
+    ? await findAccount(database.db, normalizeUuid(who))
+    : await findAccountByLogin(database.db, who);
   if (!account) throw new AccountError(`No user ${who}`);
   return account;
 }
 
-const program = new Command('admin').description('Administer the content service: applications, users, security events and backups.').showHelpAfterError();
+const program = new Command('admin')
+  .description('Administer the content service: applications, users, security events and backups.')
+  .showHelpAfterError();
 
 const app = program.command('app').description('OAuth applications (clients)');
 app
@@ -43,32 +55,48 @@ app
   .option('--scopes <scopes>', 'space-separated scopes it may ask for', 'common')
   .option('--confidential', 'a confidential client (has a secret)', false)
   .option('--json', 'print {"client_id","client_secret"} only', false)
-  .action(async (options: { name: string; redirectUri: string[]; scopes: string; confidential: boolean; json: boolean }) => {
-    const created = await withDatabase(async (database) => {
-      const created = await createApplication(database.db, {
-        name: options.name,
-        redirectUris: options.redirectUri,
-        scopes: options.scopes.split(/\s+/).filter(Boolean),
-        confidential: options.confidential,
+  .action(
+    async (options: { name: string; redirectUri: string[]; scopes: string; confidential: boolean; json: boolean }) => {
+      const created = await withDatabase(async (database) => {
+        const created = await createApplication(database.db, {
+          name: options.name,
+          redirectUris: options.redirectUri,
+          scopes: options.scopes.split(/\s+/).filter(Boolean),
+          confidential: options.confidential,
+        });
+        await recordSecurityEvent(database.db, undefined, {
+          kind: 'application_created',
+          clientId: created.clientId,
+          details: { name: options.name.trim(), confidential: options.confidential, via: 'admin' },
+        });
+        return created;
       });
-      await recordSecurityEvent(database.db, undefined, { kind: 'application_created', clientId: created.clientId, details: { name: options.name.trim(), confidential: options.confidential, via: 'admin' } });
-      return created;
-    });
-    if (options.json) print({ client_id: created.clientId, client_secret: created.clientSecret });
-    else {
-      print(`client_id: ${created.clientId}`);
-      if (created.clientSecret) print(`client_secret: ${created.clientSecret}  (shown once; store it now)`);
-    }
-  });
+      if (options.json) print({ client_id: created.clientId, client_secret: created.clientSecret });
+      else {
+        print(`client_id: ${created.clientId}`);
+        if (created.clientSecret) print(`client_secret: ${created.clientSecret}  (shown once; store it now)`);
+      }
+    },
+  );
 app
   .command('list')
   .description('List registered applications')
   .option('--json', 'print a JSON array', false)
   .action(async (options: { json: boolean }) => {
     const apps = await withDatabase((database) => listApplications(database.db));
-    const rows = apps.map((a) => ({ client_id: a.clientId, name: a.name, redirect_uris: a.redirectUris, scopes: a.scopes, confidential: a.confidential }));
+    const rows = apps.map((a) => ({
+      client_id: a.clientId,
+      name: a.name,
+      redirect_uris: a.redirectUris,
+      scopes: a.scopes,
+      confidential: a.confidential,
+    }));
     if (options.json) print(rows);
-    else for (const row of rows) print(`${row.client_id}  ${row.name}  ${row.confidential ? 'confidential' : 'public'}  [${row.scopes.join(' ')}]  ${row.redirect_uris.join(' ')}`);
+    else
+      for (const row of rows)
+        print(
+          `${row.client_id}  ${row.name}  ${row.confidential ? 'confidential' : 'public'}  [${row.scopes.join(' ')}]  ${row.redirect_uris.join(' ')}`,
+        );
   });
 app
   .command('delete')
@@ -77,7 +105,11 @@ app
   .action(async (clientId: string) => {
     const deleted = await withDatabase(async (database) => {
       if (!(await deleteApplication(database.db, clientId))) return false;
-      await recordSecurityEvent(database.db, undefined, { kind: 'application_deleted', clientId: normalizeUuid(clientId), details: { via: 'admin' } });
+      await recordSecurityEvent(database.db, undefined, {
+        kind: 'application_deleted',
+        clientId: normalizeUuid(clientId),
+        details: { via: 'admin' },
+      });
       return true;
     });
     if (!deleted) throw new AccountError(`No application ${clientId}`);
@@ -93,12 +125,23 @@ user
   .requiredOption('--password <password>')
   .option('--totp-secret <base32>', 'turn on two-step verification with this secret')
   .option('--json', 'print {"user_id"} only', false)
-  .action(async (options: { username: string; email: string; password: string; totpSecret?: string; json: boolean }) => {
-    const userId = await withDatabase((database) =>
-      createAccount(database.db, { username: options.username, email: options.email, password: options.password, ...(options.totpSecret ? { totpSecret: options.totpSecret } : {}) }, new Secrets(loadSecretsKey(loadConfig()).key)),
-    );
-    print(options.json ? { user_id: userId } : `user_id: ${userId}`);
-  });
+  .action(
+    async (options: { username: string; email: string; password: string; totpSecret?: string; json: boolean }) => {
+      const userId = await withDatabase((database) =>
+        createAccount(
+          database.db,
+          {
+            username: options.username,
+            email: options.email,
+            password: options.password,
+            ...(options.totpSecret ? { totpSecret: options.totpSecret } : {}),
+          },
+          new Secrets(loadSecretsKey(loadConfig()).key),
+        ),
+      );
+      print(options.json ? { user_id: userId } : `user_id: ${userId}`);
+    },
+  );
 user
   .command('set-password')
   .description("Set a user's password")
@@ -108,7 +151,11 @@ user
     await withDatabase(async (database) => {
       const { userId } = await resolveUser(database, who);
       await setPassword(database.db, userId, options.password);
-      await recordSecurityEvent(database.db, undefined, { kind: 'password_changed', userId, details: { via: 'admin' } });
+      await recordSecurityEvent(database.db, undefined, {
+        kind: 'password_changed',
+        userId,
+        details: { via: 'admin' },
+      });
     });
     print('password set');
   });
@@ -119,17 +166,26 @@ user
   .option('--secret <base32>', 'use this secret instead of a new random one')
   .option('--disable', 'turn two-step verification off', false)
   .action(async (who: string, options: { secret?: string; disable: boolean }) => {
-    if (options.secret !== undefined && !isBase32Secret(options.secret)) throw new InvalidArgumentError('--secret must be base32, at least 16 characters');
+    if (options.secret !== undefined && !isBase32Secret(options.secret))
+      throw new InvalidArgumentError('--secret must be base32, at least 16 characters');
     const uri = await withDatabase(async (database) => {
       const account = await resolveUser(database, who);
       if (options.disable) {
         await setTotpSecret(database.db, account.userId, null);
-        await recordSecurityEvent(database.db, undefined, { kind: 'two_step_disabled', userId: account.userId, details: { via: 'admin' } });
+        await recordSecurityEvent(database.db, undefined, {
+          kind: 'two_step_disabled',
+          userId: account.userId,
+          details: { via: 'admin' },
+        });
         return undefined;
       }
       const secret = options.secret?.toUpperCase().replace(/=+$/, '') ?? newTotpSecret();
       await setTotpSecret(database.db, account.userId, secret);
-      await recordSecurityEvent(database.db, undefined, { kind: 'two_step_enabled', userId: account.userId, details: { via: 'admin' } });
+      await recordSecurityEvent(database.db, undefined, {
+        kind: 'two_step_enabled',
+        userId: account.userId,
+        details: { via: 'admin' },
+      });
       return totpUri(secret, account.username);
     });
     print(uri ?? 'two-step verification turned off');
@@ -145,8 +201,17 @@ program
   .action(async (options: { user?: string; since?: number; limit: number; json: boolean }) => {
     const events = await withDatabase(async (database) => {
       // A deleted user's events keep their id: an id is taken as is when no account has it.
-      const userId = options.user === undefined ? undefined : isUuid(options.user) ? normalizeUuid(options.user) : (await resolveUser(database, options.user)).userId;
-      return listSecurityEvents(database.db, { ...(userId ? { userId } : {}), ...(options.since !== undefined ? { since: options.since } : {}), limit: options.limit });
+      const userId =
+        options.user === undefined
+          ? undefined
+          : isUuid(options.user)
+            ? normalizeUuid(options.user)
+            : (await resolveUser(database, options.user)).userId;
+      return listSecurityEvents(database.db, {
+        ...(userId ? { userId } : {}),
+        ...(options.since !== undefined ? { since: options.since } : {}),
+        limit: options.limit,
+      });
     });
     const rows = events.map((event) => ({
       time: new Date(event.createdAt).toISOString(),
@@ -161,14 +226,17 @@ program
     else {
       for (const row of rows) {
         const who = row.user_id ? ` user=${row.username ?? row.user_id}` : '';
-        print(`${row.time}  ${row.kind}${who}${row.client_id ? ` client=${row.client_id}` : ''}${row.ip ? ` ip=${row.ip}` : ''}  ${JSON.stringify(row.details)}`);
+        print(
+          `${row.time}  ${row.kind}${who}${row.client_id ? ` client=${row.client_id}` : ''}${row.ip ? ` ip=${row.ip}` : ''}  ${JSON.stringify(row.details)}`,
+        );
       }
     }
   });
 
 function parseSince(value: string): number {
   const time = Date.parse(value);
-  if (!/^\d{4}-\d{2}-\d{2}/.test(value) || Number.isNaN(time)) throw new InvalidArgumentError('--since must be an ISO 8601 time, e.g. 2026-01-31 or 2026-01-31T12:00:00Z');
+  if (!/^\d{4}-\d{2}-\d{2}/.test(value) || Number.isNaN(time))
+    throw new InvalidArgumentError('--since must be an ISO 8601 time, e.g. 2026-01-31 or 2026-01-31T12:00:00Z');
   return time;
 }
 
@@ -180,7 +248,9 @@ function parseLimit(value: string): number {
 
 program
   .command('backup')
-  .description('Copy the SQLite database to a new file, consistently, while the server runs, with the secrets key beside it (PostgreSQL: use pg_dump)')
+  .description(
+    'Copy the SQLite database to a new file, consistently, while the server runs, with the secrets key beside it (PostgreSQL: use pg_dump)',
+  )
   .requiredOption('--to <file>', 'the backup file to create (must not exist)')
   .action(async (options: { to: string }) => {
     const config = loadConfig();
@@ -191,7 +261,9 @@ program
       await database.backup(options.to);
     } catch (error) {
       if (error instanceof BackupError && target.kind === 'postgres') {
-        throw new BackupError(`${error.message}. Keep SECRETS_KEY with the dump: without it no private key in it can be read`);
+        throw new BackupError(
+          `${error.message}. Keep SECRETS_KEY with the dump: without it no private key in it can be read`,
+        );
       }
       throw error;
     } finally {
@@ -206,7 +278,8 @@ program
  * key file beside a SQLite database is copied beside the backup; SECRETS_KEY is only named.
  */
 function backUpSecretsKey(config: Config, backup: string): string {
-  if (config.secretsKey) return 'secrets key: SECRETS_KEY (not copied): keep it with the backup, without it no private key in the backup can be read';
+  if (config.secretsKey)
+    return 'secrets key: SECRETS_KEY (not copied): keep it with the backup, without it no private key in the backup can be read';
   if (config.database.kind !== 'sqlite') return '';
   const keyFile = secretsKeyFile(config.database.path);
   if (!existsSync(keyFile)) return `secrets key: none yet at ${keyFile} (the server creates it on its first start)`;
@@ -215,13 +288,21 @@ function backUpSecretsKey(config: Config, backup: string): string {
     copyFileSync(keyFile, copy, constants.COPYFILE_EXCL);
     chmodSync(copy, 0o600);
   } catch (error) {
-    throw new BackupError(`the database is backed up, but the secrets key could not be copied to ${copy} (${(error as Error).message}); copy ${keyFile} yourself`);
+    throw new BackupError(
+      `the database is backed up, but the secrets key could not be copied to ${copy} (${(error as Error).message}); copy ${keyFile} yourself`,
+    );
   }
   return `secrets key copied to ${copy}: restore it as ${keyFile} beside the database, or set SECRETS_KEY to its content`;
 }
 
 program.parseAsync().catch((error: unknown) => {
-  const known = error instanceof AccountError || error instanceof BackupError || error instanceof InvalidApplicationError || error instanceof ConfigError || error instanceof OAuthError || error instanceof InvalidArgumentError;
-  process.stderr.write(`error: ${known ? (error as Error).message : (error as Error).stack ?? String(error)}\n`);
+  const known =
+    error instanceof AccountError ||
+    error instanceof BackupError ||
+    error instanceof InvalidApplicationError ||
+    error instanceof ConfigError ||
+    error instanceof OAuthError ||
+    error instanceof InvalidArgumentError;
+  process.stderr.write(`error: ${known ? (error as Error).message : ((error as Error).stack ?? String(error))}\n`);
   process.exit(1);
 });

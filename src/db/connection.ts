@@ -2,12 +2,29 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import { dirname } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
-import { createQueryId, Kysely, PostgresDialect, sql, type CompiledQuery, type PostgresPool, type PostgresPoolClient } from 'kysely';
+import {
+  type CompiledQuery,
+  createQueryId,
+  Kysely,
+  PostgresDialect,
+  type PostgresPool,
+  type PostgresPoolClient,
+  sql,
+} from 'kysely';
 import type pg from 'pg';
 import type { Schema } from './schema.ts';
-import { CommitGroup, selectArrays, selectRows, SqliteConnectionsDialect, StatementCache, TurnReader, WriteLock, type SqliteConnections } from './sqlite-driver.ts';
+import {
+  CommitGroup,
+  type SqliteConnections,
+  SqliteConnectionsDialect,
+  StatementCache,
+  selectArrays,
+  selectRows,
+  TurnReader,
+  WriteLock,
+} from './sqlite-driver.ts';
+import { type BatchStatement, SqliteThread } from './sqlite-thread.ts';
 import { configureWriter } from './sqlite-writer-settings.ts';
-import { SqliteThread, type BatchStatement } from './sqlite-thread.ts';
 
 export type DatabaseTarget = { kind: 'sqlite'; path: string } | { kind: 'postgres'; url: string };
 
@@ -101,8 +118,14 @@ function open(target: DatabaseTarget, options: OpenOptions): Database {
     const thread: SqliteThread | undefined =
       target.path === ':memory:'
         ? undefined
-        : new SqliteThread(target.path, connections, { autocheckpoint: () => checkpoints!.autocheckpointFrames, restartFrom: () => checkpoints!.restartFrames }, options.threadIdleMs);
-    const checkpoints: BackgroundCheckpoints | undefined = thread && new BackgroundCheckpoints(connection, thread, options);
+        : new SqliteThread(
+            target.path,
+            connections,
+            { autocheckpoint: () => checkpoints!.autocheckpointFrames, restartFrom: () => checkpoints!.restartFrames },
+            options.threadIdleMs,
+          );
+    const checkpoints: BackgroundCheckpoints | undefined =
+      thread && new BackgroundCheckpoints(connection, thread, options);
     // (A file database has both the turn reader and the checkpoints; an in-memory one neither.)
     if (turnReader) {
       connections.beforeWrite = turnReader.end;
@@ -117,7 +140,8 @@ function open(target: DatabaseTarget, options: OpenOptions): Database {
       selectArrays: async (text, parameters) => selectArrays(connections.reader, text, parameters),
       selectRows: async (text, parameters) => selectRows(connections.reader, text, parameters),
       // (better-sqlite3 prepares each text once anyway: `prepared` changes nothing here.)
-      writeRows: async (query, parameters) => (await db.executeQuery({ ...query, parameters, queryId: createQueryId() })).rows,
+      writeRows: async (query, parameters) =>
+        (await db.executeQuery({ ...query, parameters, queryId: createQueryId() })).rows,
       ping: () => ping(db),
       poolStats: () => {
         if (!connection.open) return { total: 0, idle: 0, waiting: 0 };
@@ -154,11 +178,15 @@ function open(target: DatabaseTarget, options: OpenOptions): Database {
   const db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool: () => poolReady.then(namingStatements) }) });
   return {
     db,
-    selectArrays: (text, parameters, prepared) => withPool((pool) => queryRows(pool, text, parameters, prepared, 'array') as Promise<unknown[][]>),
+    selectArrays: (text, parameters, prepared) =>
+      withPool((pool) => queryRows(pool, text, parameters, prepared, 'array') as Promise<unknown[][]>),
     selectRows: (text, parameters, prepared) => withPool((pool) => queryRows(pool, text, parameters, prepared)),
     writeRows: (query, parameters, prepared) => withPool((pool) => queryRows(pool, query.sql, parameters, prepared)),
     ping: () => ping(db),
-    poolStats: () => (pool ? { total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount } : { total: 0, idle: 0, waiting: 0 }),
+    poolStats: () =>
+      pool
+        ? { total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }
+        : { total: 0, idle: 0, waiting: 0 },
     async backup() {
       throw new BackupError('On PostgreSQL, back up with pg_dump (and restore with pg_restore or psql)');
     },
@@ -202,11 +230,18 @@ function forgetStatementNames(): void {
 
 function preparedStatement(text: string): string {
   let name = statementNames.get(text);
-  if (name === undefined) statementNames.set(text, (name = `r${generation}_${createHash('sha1').update(text).digest('base64url')}`));
+  if (name === undefined)
+    statementNames.set(text, (name = `r${generation}_${createHash('sha1').update(text).digest('base64url')}`));
   return name;
 }
 
-async function queryRows(pool: pg.Pool, text: string, parameters: readonly unknown[], prepared = false, rowMode?: 'array'): Promise<unknown[]> {
+async function queryRows(
+  pool: pg.Pool,
+  text: string,
+  parameters: readonly unknown[],
+  prepared = false,
+  rowMode?: 'array',
+): Promise<unknown[]> {
   const values = [...parameters];
   // (pg's types take rowMode only in an overload of its own, answering arrays.)
   const config = (name?: string) => ({ name, text, values, rowMode }) as pg.QueryConfig;
@@ -234,7 +269,9 @@ function namingStatements(pool: pg.Pool): PostgresPool {
     let wrapper = wrappers.get(client);
     if (!wrapper) {
       const query = (text: unknown, parameters?: readonly unknown[]) =>
-        typeof text === 'string' && preparable.has(text) ? namedQuery(client, text, parameters ?? []) : client.query(text as never, parameters as unknown[]);
+        typeof text === 'string' && preparable.has(text)
+          ? namedQuery(client, text, parameters ?? [])
+          : client.query(text as never, parameters as unknown[]);
       // (pg-pool gives a client a new release() at each checkout: looked up when called.)
       wrapper = { query: query as unknown as PostgresPoolClient['query'], release: () => client.release() };
       wrappers.set(client, wrapper);
@@ -244,7 +281,11 @@ function namingStatements(pool: pg.Pool): PostgresPool {
   return { connect: async () => wrap(await pool.connect()), end: () => pool.end() };
 }
 
-async function namedQuery(client: pg.PoolClient, text: string, parameters: readonly unknown[]): Promise<pg.QueryResult> {
+async function namedQuery(
+  client: pg.PoolClient,
+  text: string,
+  parameters: readonly unknown[],
+): Promise<pg.QueryResult> {
   try {
     return await client.query({ name: preparedStatement(text), text, values: [...parameters] });
   } catch (error) {

@@ -1,4 +1,4 @@
-import { sql, type Kysely, type Transaction } from 'kysely';
+import { type Kysely, sql, type Transaction } from 'kysely';
 import { reusableQuery } from './reusable-query.ts';
 import type { Schema } from './schema.ts';
 

@@ -1,4 +1,4 @@
-import { PostgresAdapter, sql, type Kysely, type RawBuilder, type SqlBool } from 'kysely';
+import { type Kysely, PostgresAdapter, type RawBuilder, type SqlBool, sql } from 'kysely';
 import type { Schema } from './schema.ts';
 
 /** The SQL dialect a connection speaks. */

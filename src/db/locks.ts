@@ -17,6 +17,8 @@ export function lockKey(trx: Transaction<Schema>, key: string): Promise<void> {
  */
 export async function lockKeys(trx: Transaction<Schema>, keys: readonly string[]): Promise<void> {
   if (keys.length > 0 && dialectOf(trx) === 'postgres') {
-    await sql`select pg_advisory_xact_lock(h) from (select distinct hashtextextended(k, 0) as h from unnest(${[...keys]}::text[]) as k order by h) as locks`.execute(trx);
+    await sql`select pg_advisory_xact_lock(h) from (select distinct hashtextextended(k, 0) as h from unnest(${[...keys]}::text[]) as k order by h) as locks`.execute(
+      trx,
+    );
   }
 }

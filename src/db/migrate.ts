@@ -1,4 +1,4 @@
-import { Migrator, sql, type Kysely, type Migration } from 'kysely';
+import { type Kysely, type Migration, Migrator, sql } from 'kysely';
 import { dialectOf } from './dialect.ts';
 import * as m001 from './migrations/001_users.ts';
 import * as m002 from './migrations/002_legacy_content.ts';
@@ -36,12 +36,18 @@ export async function migrateToLatest(db: Kysely<any>): Promise<void> {
   // PostgreSQL database holding them would be taken for ours: name the schema we work in.
   const migrationTableSchema =
     dialectOf(db) === 'postgres'
-      ? ((await sql<{ schema: string | null }>`select current_schema() as schema`.execute(db)).rows[0]?.schema ?? undefined)
+      ? ((await sql<{ schema: string | null }>`select current_schema() as schema`.execute(db)).rows[0]?.schema ??
+        undefined)
       : undefined;
   // Names compared by code unit: Kysely's default, localeCompare, has ICU load its collation data,
   // ~2 MiB of the server's memory from then on, to order names that are plain ASCII.
   const nameComparator = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
-  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations }, migrationTableSchema, nameComparator });
+  const migrator = new Migrator({
+    db,
+    provider: { getMigrations: async () => migrations },
+    migrationTableSchema,
+    nameComparator,
+  });
   let { error, results } = await migrator.migrateToLatest();
   // Kysely's check for its tables reads the catalog of every schema, and fails when another schema
   // of the database, or a table in it, is dropped meanwhile (another deployment's, a test run's):
@@ -52,7 +58,9 @@ export async function migrateToLatest(db: Kysely<any>): Promise<void> {
   }
   if (error) {
     const failed = results?.find((result) => result.status === 'Error');
-    throw new Error(`migration ${failed?.migrationName ?? ''} failed: ${(error as Error).message ?? error}`, { cause: error });
+    throw new Error(`migration ${failed?.migrationName ?? ''} failed: ${(error as Error).message ?? error}`, {
+      cause: error,
+    });
   }
 }
 

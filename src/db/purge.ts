@@ -75,7 +75,10 @@ export async function purgeExpired(
     counts[table] = 0;
     let after: unknown;
     for (let batch = 0; batch < maxBatches && !shouldStop(); ) {
-      let expired = anyTable.selectFrom(table).select(key).where(column, '<', now - keepMs);
+      let expired = anyTable
+        .selectFrom(table)
+        .select(key)
+        .where(column, '<', now - keepMs);
       let chunkSize = 0;
       if (scanned) {
         const chunk = await anyTable
@@ -88,7 +91,11 @@ export async function purgeExpired(
         if (chunk.length === 0) break;
         chunkSize = chunk.length;
         after = chunk[chunk.length - 1]![key];
-        expired = expired.where(key, 'in', chunk.map((row) => row[key]));
+        expired = expired.where(
+          key,
+          'in',
+          chunk.map((row) => row[key]),
+        );
       } else {
         expired = expired.limit(batchSize);
       }

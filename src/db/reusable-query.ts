@@ -1,6 +1,13 @@
-import { createQueryId, SelectQueryNode, type Compilable, type CompiledQuery, type Kysely, type OperationNode } from 'kysely';
-import { databaseOf, keepPrepared, type Database } from './connection.ts';
-import { dialectOf, type Dialect } from './dialect.ts';
+import {
+  type Compilable,
+  type CompiledQuery,
+  createQueryId,
+  type Kysely,
+  type OperationNode,
+  SelectQueryNode,
+} from 'kysely';
+import { type Database, databaseOf, keepPrepared } from './connection.ts';
+import { type Dialect, dialectOf } from './dialect.ts';
 import type { Schema } from './schema.ts';
 
 type Value = string | number | bigint | boolean | null;
@@ -79,7 +86,12 @@ export function reusableQuery<P extends Params, R, F = undefined>(
       if (isLastShape(dialect, params)) return last!.template;
       const found = templateOfShape(db, dialect, params, form);
       const names = Object.keys(params);
-      last = { dialect, names, lengths: names.map((name) => (Array.isArray(params[name]) ? (params[name] as readonly Value[]).length : -1)), template: found };
+      last = {
+        dialect,
+        names,
+        lengths: names.map((name) => (Array.isArray(params[name]) ? (params[name] as readonly Value[]).length : -1)),
+        template: found,
+      };
       return found;
     }
     return templateOfShape(db, dialect, params, form);
@@ -102,7 +114,10 @@ export function reusableQuery<P extends Params, R, F = undefined>(
     if (found) return found;
 
     const markers = Object.fromEntries(
-      Object.entries(params).map(([name, value]) => [name, Array.isArray(value) ? value.map((_, index) => `${MARKER}${name}:${index}`) : `${MARKER}${name}`]),
+      Object.entries(params).map(([name, value]) => [
+        name,
+        Array.isArray(value) ? value.map((_, index) => `${MARKER}${name}:${index}`) : `${MARKER}${name}`,
+      ]),
     ) as unknown as P;
     const compiled = build(db, markers, form).compile();
     const slots = compiled.parameters.map((value) => {
@@ -115,9 +130,17 @@ export function reusableQuery<P extends Params, R, F = undefined>(
       .filter(([name]) => !mayBeUnused.has(name))
       .flatMap(([, marker]) => marker);
     const known = new Set(Object.values(markers as Record<string, string | string[]>).flat());
-    const transformed = compiled.parameters.some((value) => typeof value === 'string' && value.includes(MARKER) && !known.has(value));
-    if (transformed || expected.some((marker) => !used.has(marker))) throw new Error(`reusableQuery: a parameter was transformed or dropped in ${compiled.sql}`);
-    found = { compiled, select: readsOnly(compiled.query), prepared: options.boundedLists === true || longestList <= PREPARED_LIST_LENGTH, slots };
+    const transformed = compiled.parameters.some(
+      (value) => typeof value === 'string' && value.includes(MARKER) && !known.has(value),
+    );
+    if (transformed || expected.some((marker) => !used.has(marker)))
+      throw new Error(`reusableQuery: a parameter was transformed or dropped in ${compiled.sql}`);
+    found = {
+      compiled,
+      select: readsOnly(compiled.query),
+      prepared: options.boundedLists === true || longestList <= PREPARED_LIST_LENGTH,
+      slots,
+    };
     if (found.prepared) keepPrepared(compiled.sql);
     byShape.set(shape, found);
     return found;
@@ -128,28 +151,46 @@ export function reusableQuery<P extends Params, R, F = undefined>(
     for (let i = 0; i < slots.length; i++) {
       const slot = slots[i]!;
       if ('constant' in slot) parameters[i] = slot.constant;
-      else parameters[i] = slot.index === undefined ? params[slot.param] : (params[slot.param] as readonly Value[])[slot.index];
+      else
+        parameters[i] =
+          slot.index === undefined ? params[slot.param] : (params[slot.param] as readonly Value[])[slot.index];
     }
     return parameters;
   }
 
   // Not an async function: the driver's promise is returned as it is. (An async function that
   // awaits it adds a promise and a turn; one that returns it, two turns.) Errors still reject.
-  function execute(db: Kysely<Schema>, params: P, ...[form]: F extends undefined ? [form?: F] : [form: F]): Promise<R[]> {
+  function execute(
+    db: Kysely<Schema>,
+    params: P,
+    ...[form]: F extends undefined ? [form?: F] : [form: F]
+  ): Promise<R[]> {
     try {
       const { compiled, select, prepared, slots } = template(db, params, form as F);
       // Outside a transaction, straight through the driver rather than Kysely's executor.
       const database = databaseOf(db);
-      if (database && select) return database.selectRows(compiled.sql, parametersOf(slots, params), prepared) as Promise<R[]>;
+      if (database && select)
+        return database.selectRows(compiled.sql, parametersOf(slots, params), prepared) as Promise<R[]>;
       if (database) return database.writeRows(compiled, parametersOf(slots, params), prepared) as Promise<R[]>;
-      return db.executeQuery<R>({ query: compiled.query, sql: compiled.sql, parameters: parametersOf(slots, params), queryId: createQueryId() }).then((result) => result.rows);
+      return db
+        .executeQuery<R>({
+          query: compiled.query,
+          sql: compiled.sql,
+          parameters: parametersOf(slots, params),
+          queryId: createQueryId(),
+        })
+        .then((result) => result.rows);
     } catch (error) {
       return Promise.reject(error);
     }
   }
 
   /** The statement's text and parameters for these params, not run (e.g. for Database.writeBatch). */
-  execute.statement = function statement(db: Kysely<Schema>, params: P, ...[form]: F extends undefined ? [form?: F] : [form: F]): { sql: string; parameters: unknown[] } {
+  execute.statement = function statement(
+    db: Kysely<Schema>,
+    params: P,
+    ...[form]: F extends undefined ? [form?: F] : [form: F]
+  ): { sql: string; parameters: unknown[] } {
     const { compiled, slots } = template(db, params, form as F);
     return { sql: compiled.sql, parameters: parametersOf(slots, params) };
   };
@@ -159,7 +200,11 @@ export function reusableQuery<P extends Params, R, F = undefined>(
    * transaction: no object per row, which on a long page costs more than the query (see
    * Database.selectArrays).
    */
-  execute.arrays = function arrays(database: Database, params: P, ...[form]: F extends undefined ? [form?: F] : [form: F]): Promise<unknown[][]> {
+  execute.arrays = function arrays(
+    database: Database,
+    params: P,
+    ...[form]: F extends undefined ? [form?: F] : [form: F]
+  ): Promise<unknown[][]> {
     // A plain function handing on the driver's promise, as `execute`: no promise layer of its own.
     try {
       const { compiled, slots, prepared } = template(database.db, params, form as F);

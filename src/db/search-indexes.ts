@@ -1,4 +1,4 @@
-import { sql, type Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import { dialectOf } from './dialect.ts';
 import type { Schema } from './schema.ts';
 
@@ -12,10 +12,14 @@ import type { Schema } from './schema.ts';
 export async function ensureSearchIndexes(db: Kysely<Schema>, warn: (message: string) => void): Promise<void> {
   if (dialectOf(db) !== 'postgres') return;
   try {
-    const { rows } = await sql<{ schema: string }>`select extnamespace::regnamespace::text as schema from pg_extension where extname = 'pg_trgm'`.execute(db);
+    const { rows } = await sql<{
+      schema: string;
+    }>`select extnamespace::regnamespace::text as schema from pg_extension where extname = 'pg_trgm'`.execute(db);
     if (rows.length === 0) await sql`create extension if not exists pg_trgm with schema public`.execute(db);
     const schema = rows[0]?.schema ?? 'public';
-    await sql`create index if not exists projects_title_trgm on projects using gin (title ${sql.raw(`${schema === 'public' ? 'public' : `"${schema}"`}.gin_trgm_ops`)})`.execute(db);
+    await sql`create index if not exists projects_title_trgm on projects using gin (title ${sql.raw(`${schema === 'public' ? 'public' : `"${schema}"`}.gin_trgm_ops`)})`.execute(
+      db,
+    );
   } catch (error) {
     warn(`trigram index for title filters not created (${(error as Error).message}); substring filters will scan`);
   }

@@ -1,15 +1,15 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import {
   CompiledQuery,
-  SelectQueryNode,
-  SqliteAdapter,
-  SqliteIntrospector,
-  SqliteQueryCompiler,
   type DatabaseConnection,
   type Dialect,
   type Driver,
   type Kysely,
   type QueryResult,
+  SelectQueryNode,
+  SqliteAdapter,
+  SqliteIntrospector,
+  SqliteQueryCompiler,
 } from 'kysely';
 import { LRUCache } from 'lru-cache';
 
@@ -55,7 +55,10 @@ export class WriteLock {
 export class StatementCache {
   readonly #statements: LRUCache<string, BetterSqlite3.Statement>;
 
-  constructor(readonly connection: BetterSqlite3.Database, max = 500) {
+  constructor(
+    readonly connection: BetterSqlite3.Database,
+    max = 500,
+  ) {
     this.#statements = new LRUCache({ max });
   }
 
@@ -134,7 +137,9 @@ export class CommitGroup {
   #waiting: Array<{ resolve: () => void; reject: (error: unknown) => void }> = [];
   #scheduled = false;
 
-  constructor(private readonly connections: Pick<SqliteConnections, 'writer' | 'lock' | 'beforeWrite' | 'afterWrite'>) {}
+  constructor(
+    private readonly connections: Pick<SqliteConnections, 'writer' | 'lock' | 'beforeWrite' | 'afterWrite'>,
+  ) {}
 
   /** Joins the shared transaction, opening it if needed; call with the lock held. */
   join(): void {

@@ -98,11 +98,15 @@ port.on('message', (request: ThreadRequest) => {
   }
   let reply: BatchReply;
   try {
-    if (request.autocheckpoint !== autocheckpoint) db.pragma(`wal_autocheckpoint = ${(autocheckpoint = request.autocheckpoint)}`);
+    if (request.autocheckpoint !== autocheckpoint)
+      db.pragma(`wal_autocheckpoint = ${(autocheckpoint = request.autocheckpoint)}`);
     reply = { id: request.id, written: write(request.statements, request.unless) };
   } catch (error) {
     const { code, message } = error as { code?: unknown; message?: unknown };
-    reply = { id: request.id, error: { code: typeof code === 'string' ? code : undefined, message: String(message ?? error) } };
+    reply = {
+      id: request.id,
+      error: { code: typeof code === 'string' ? code : undefined, message: String(message ?? error) },
+    };
   }
   port.postMessage(reply);
 });

@@ -1,6 +1,6 @@
 import type { Worker } from 'node:worker_threads';
+import { type SqliteConnections, WriteLock } from './sqlite-driver.ts';
 import type { BatchReply, BatchStatement, SqliteThreadData, ThreadRequest } from './sqlite-thread-worker.ts';
-import { WriteLock, type SqliteConnections } from './sqlite-driver.ts';
 import { startDbWorker } from './worker-module.ts';
 
 export type { BatchStatement } from './sqlite-thread-worker.ts';
@@ -44,7 +44,10 @@ const IDLE_MS = 60_000;
  */
 export class SqliteThread {
   #worker: Worker | undefined;
-  #pending = new Map<number, { worker: Worker; resolve: (reply: BatchReply) => void; reject: (error: Error) => void }>();
+  #pending = new Map<
+    number,
+    { worker: Worker; resolve: (reply: BatchReply) => void; reject: (error: Error) => void }
+  >();
   #nextId = 0;
   /** The thread's turns: a batch, or a checkpoint. */
   readonly #turn = new WriteLock();
@@ -96,7 +99,9 @@ export class SqliteThread {
     try {
       await run.ready;
       this.connections.beforeWrite?.();
-      const written = (await this.#send({ id: this.#nextId++, statements, unless, autocheckpoint: this.log.autocheckpoint() })).written === true;
+      const written =
+        (await this.#send({ id: this.#nextId++, statements, unless, autocheckpoint: this.log.autocheckpoint() }))
+          .written === true;
       if (written) this.connections.afterWrite?.();
       return written;
     } finally {
@@ -231,7 +236,10 @@ export class SqliteThread {
   #start(): Worker {
     const data: SqliteThreadData = { path: this.path };
     // Its heap holds one batch's parameters (1,000 objects at most) and a few statements.
-    const worker = startDbWorker('sqlite-thread-worker', data, { maxYoungGenerationSizeMb: 2, maxOldGenerationSizeMb: 32 });
+    const worker = startDbWorker('sqlite-thread-worker', data, {
+      maxYoungGenerationSizeMb: 2,
+      maxOldGenerationSizeMb: 32,
+    });
     worker.on('message', (reply: BatchReply) => {
       const waiter = this.#pending.get(reply.id);
       if (!waiter) return;

@@ -1,4 +1,4 @@
-import { Worker, type ResourceLimits } from 'node:worker_threads';
+import { type ResourceLimits, Worker } from 'node:worker_threads';
 
 /**
  * Where a worker thread of src/db/ starts: its module, beside this one and compiled the same way.
@@ -19,7 +19,12 @@ export function workerModule(name: string): { url: URL; entry: string | undefine
  */
 export function startDbWorker(name: string, data: object, limits: ResourceLimits): Worker {
   const { url, entry } = workerModule(name);
-  const worker = new Worker(url, { workerData: { ...data, entry }, resourceLimits: limits, stdout: false, stderr: false });
+  const worker = new Worker(url, {
+    workerData: { ...data, entry },
+    resourceLimits: limits,
+    stdout: false,
+    stderr: false,
+  });
   worker.unref();
   return worker;
 }

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { compressor, type CompressionOptions } from './compression.ts';
+import { type CompressionOptions, compressor } from './compression.ts';
 
 declare module 'fastify' {
   interface RouteShorthandOptions {
@@ -32,14 +32,23 @@ async function answerHeaders(app: FastifyInstance, options: CompressionOptions):
   app.addHook('onRoute', (route) => {
     if (route.compress === false) route.config = { ...route.config, compress: false };
   });
-  app.addHook('onSend', (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (error: Error | null, payload?: unknown) => void) => {
-    reply.header('x-request-id', request.id);
-    reply.header('x-content-type-options', 'nosniff');
-    // An answer to a request carrying credentials (a v4 token, a v1 signature) is the caller's own.
-    if (request.headers.authorization !== undefined || request.headers['x-service-token'] !== undefined) reply.header('cache-control', 'no-store');
-    if (closing) reply.header('connection', 'close');
-    compress(request, reply, payload, done);
-  });
+  app.addHook(
+    'onSend',
+    (
+      request: FastifyRequest,
+      reply: FastifyReply,
+      payload: unknown,
+      done: (error: Error | null, payload?: unknown) => void,
+    ) => {
+      reply.header('x-request-id', request.id);
+      reply.header('x-content-type-options', 'nosniff');
+      // An answer to a request carrying credentials (a v4 token, a v1 signature) is the caller's own.
+      if (request.headers.authorization !== undefined || request.headers['x-service-token'] !== undefined)
+        reply.header('cache-control', 'no-store');
+      if (closing) reply.header('connection', 'close');
+      compress(request, reply, payload, done);
+    },
+  );
 }
 
 export const answerHeadersPlugin = fp(answerHeaders, { name: 'answer-headers', fastify: '5.x' });

@@ -75,7 +75,10 @@ type ScriptedRedis = Redis & {
  */
 class RedisStore implements CounterStore {
   private readonly fallback = new MemoryStore();
-  constructor(private readonly redis: ScriptedRedis, private readonly prefix: string) {}
+  constructor(
+    private readonly redis: ScriptedRedis,
+    private readonly prefix: string,
+  ) {}
 
   async increment(key: string, windowMs: number) {
     // Not connected (an outage, or still starting): count here at once rather than wait.
@@ -134,8 +137,13 @@ export interface AttemptCounter {
  * At most `max` failed attempts per key in `windowMs`. Each limit keeps its own counters (in memory)
  * or its own keys (in Redis, under the app's rate-limit namespace).
  */
-export function attemptLimit(app: FastifyInstance, options: { name: string; max: number; windowMs: number }): AttemptLimit {
-  const store: CounterStore = app.redis ? new RedisStore(attemptClient(app, app.redis), `${app.rateLimitNamespace}attempts:${options.name}:`) : new MemoryStore();
+export function attemptLimit(
+  app: FastifyInstance,
+  options: { name: string; max: number; windowMs: number },
+): AttemptLimit {
+  const store: CounterStore = app.redis
+    ? new RedisStore(attemptClient(app, app.redis), `${app.rateLimitNamespace}attempts:${options.name}:`)
+    : new MemoryStore();
   const limit: AttemptLimit = {
     name: options.name,
     of: (key) => ({ limit, key: boundedKey(key), max: options.max, windowMs: options.windowMs, store }),
@@ -144,7 +152,8 @@ export function attemptLimit(app: FastifyInstance, options: { name: string; max:
 }
 
 /** Keys come from what clients send (a login name, a cookie): a long one is stored as its hash. */
-const boundedKey = (key: string) => (key.length <= 128 ? key : `sha256:${createHash('sha256').update(key).digest('base64url')}`);
+const boundedKey = (key: string) =>
+  key.length <= 128 ? key : `sha256:${createHash('sha256').update(key).digest('base64url')}`;
 
 export interface Attempt {
   /** The limits this attempt went over; empty when it may be checked. */
@@ -163,7 +172,9 @@ export interface Attempt {
 export async function countAttempt(counters: readonly AttemptCounter[]): Promise<Attempt> {
   const counts = await Promise.all(counters.map((counter) => counter.store.increment(counter.key, counter.windowMs)));
   const giveBack = () => Promise.all(counts.map((counted) => counted.takeBack())).then(() => undefined);
-  const over = counters.map((counter, index) => ({ counter, ...counts[index]! })).filter(({ counter, count }) => count > counter.max);
+  const over = counters
+    .map((counter, index) => ({ counter, ...counts[index]! }))
+    .filter(({ counter, count }) => count > counter.max);
   if (over.length === 0) return { refusedBy: [], retryAfterMs: 0, succeeded: giveBack };
   await giveBack();
   for (const { counter } of over) countRateLimitRefusal(counter.limit.name);

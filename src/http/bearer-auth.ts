@@ -39,10 +39,14 @@ type Slots = { [CALLER]: BearerAuth | undefined; [REFUSAL]: ApiError | undefined
 const slots = (request: FastifyRequest) => request as FastifyRequest & Slots;
 
 const invalidToken = (message: string) =>
-  new ApiError(401, message, { headers: { 'www-authenticate': `Bearer realm="v4", error="invalid_token", error_description="${message}"` } });
+  new ApiError(401, message, {
+    headers: { 'www-authenticate': `Bearer realm="v4", error="invalid_token", error_description="${message}"` },
+  });
 
 const tokenRequired = () =>
-  new ApiError(401, 'An access token is required: Authorization: Bearer <token> or X-Service-Token', { headers: { 'www-authenticate': 'Bearer realm="v4"' } });
+  new ApiError(401, 'An access token is required: Authorization: Bearer <token> or X-Service-Token', {
+    headers: { 'www-authenticate': 'Bearer realm="v4"' },
+  });
 
 function tokenOf(request: FastifyRequest): string | undefined {
   const authorization = request.headers.authorization;
@@ -70,7 +74,8 @@ export function callerOf(request: FastifyRequest): BearerAuth | undefined {
  */
 export const bearerAuth = fp(
   async function bearerAuth(scope: FastifyInstance, options: BearerAuthOptions): Promise<void> {
-    if (typeof options?.lookup !== 'function') throw new TypeError('bearerAuth: the lookup option (token → caller) is required');
+    if (typeof options?.lookup !== 'function')
+      throw new TypeError('bearerAuth: the lookup option (token → caller) is required');
     const { lookup } = options;
     scope.decorateRequest(CALLER, undefined);
     scope.decorateRequest(REFUSAL, undefined);
@@ -95,17 +100,20 @@ export const bearerAuth = fp(
       }
       if (token === undefined) return done();
       const now = Date.now();
-      lookup(token, now, request.log).then((found) => {
-        if (!found) own[REFUSAL] = invalidToken('The access token is unknown or revoked');
-        else if (found.expiresAt <= now) own[REFUSAL] = invalidToken('The access token has expired; refresh it');
-        else own[CALLER] = found;
-        done();
-      }, (error: unknown) => {
-        // A refusal from the lookup is answered with the others, in preParsing; anything else is an error.
-        if (!(error instanceof ApiError)) return done(error as Error);
-        own[REFUSAL] = error;
-        done();
-      });
+      lookup(token, now, request.log).then(
+        (found) => {
+          if (!found) own[REFUSAL] = invalidToken('The access token is unknown or revoked');
+          else if (found.expiresAt <= now) own[REFUSAL] = invalidToken('The access token has expired; refresh it');
+          else own[CALLER] = found;
+          done();
+        },
+        (error: unknown) => {
+          // A refusal from the lookup is answered with the others, in preParsing; anything else is an error.
+          if (!(error instanceof ApiError)) return done(error as Error);
+          own[REFUSAL] = error;
+          done();
+        },
+      );
     });
     scope.addHook('preParsing', (request, _reply, payload, done) => {
       const refusal = slots(request)[REFUSAL];
@@ -118,7 +126,11 @@ export const bearerAuth = fp(
 
 /** preHandler: the request must carry a valid access token granting every scope named. */
 export function requireScopes(...scopes: string[]) {
-  return function requireScopesHook(request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void): void {
+  return function requireScopesHook(
+    request: FastifyRequest,
+    _reply: FastifyReply,
+    done: (error?: Error) => void,
+  ): void {
     let granted: ReadonlySet<string>;
     try {
       granted = request.auth.scopes;

@@ -1,10 +1,10 @@
-import { negotiate } from '@fastify/accept-negotiator';
-import type { FastifyReply, FastifyRequest } from 'fastify';
-import mimeDb from 'mime-db';
 import { availableParallelism } from 'node:os';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream';
 import zlib from 'node:zlib';
+import { negotiate } from '@fastify/accept-negotiator';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import mimeDb from 'mime-db';
 
 /**
  * Answer compression (DESIGN: answers over 1 KiB in br or gzip when the client accepts them),
@@ -29,9 +29,15 @@ export interface CompressionOptions {
 export type Coding = 'br' | 'gzip';
 
 /** What the onSend hook does with a payload: hand it on unchanged, or a coded one in its place. */
-export type Compressor = (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (error: Error | null, payload?: unknown) => void) => void;
+export type Compressor = (
+  request: FastifyRequest,
+  reply: FastifyReply,
+  payload: unknown,
+  done: (error: Error | null, payload?: unknown) => void,
+) => void;
 
-const compressibleTypes = /^text\/(?!event-stream)|(?:\+|\/)json(?:;|$)|(?:\+|\/)text(?:;|$)|(?:\+|\/)xml(?:;|$)|octet-stream(?:;|$)/u;
+const compressibleTypes =
+  /^text\/(?!event-stream)|(?:\+|\/)json(?:;|$)|(?:\+|\/)text(?:;|$)|(?:\+|\/)xml(?:;|$)|octet-stream(?:;|$)/u;
 
 function isCompressibleType(type: string): boolean {
   if (compressibleTypes.test(type)) return true;
@@ -69,7 +75,8 @@ function addVary(reply: FastifyReply): void {
     return;
   }
   const values = (Array.isArray(vary) ? vary : [String(vary)]).map(String);
-  if (!values.some((value) => value.includes('accept-encoding'))) reply.header('vary', [...values, 'accept-encoding'].join(', '));
+  if (!values.some((value) => value.includes('accept-encoding')))
+    reply.header('vary', [...values, 'accept-encoding'].join(', '));
 }
 
 export function compressor(options: CompressionOptions): Compressor {
@@ -81,7 +88,8 @@ export function compressor(options: CompressionOptions): Compressor {
     return coding === 'br' || coding === 'gzip' ? coding : undefined;
   });
   const compressible = remembering(isCompressibleType);
-  const compressSync = (coding: Coding, body: Buffer) => (coding === 'br' ? zlib.brotliCompressSync(body, brotli) : zlib.gzipSync(body));
+  const compressSync = (coding: Coding, body: Buffer) =>
+    coding === 'br' ? zlib.brotliCompressSync(body, brotli) : zlib.gzipSync(body);
   const compressAsync = (coding: Coding, body: Buffer, callback: (error: Error | null, result: Buffer) => void) =>
     coding === 'br' ? zlib.brotliCompress(body, brotli, callback) : zlib.gzip(body, callback);
 
@@ -98,7 +106,12 @@ export function compressor(options: CompressionOptions): Compressor {
     if (size < threshold) return done(null, payload);
     const current = reply.getHeader('content-encoding');
     if (current !== undefined && current !== 'identity') return done(null, payload);
-    if (request.headers['x-no-compression'] !== undefined || reply.statusCode === 206 || reply.getHeader('content-range') !== undefined) return done(null, payload);
+    if (
+      request.headers['x-no-compression'] !== undefined ||
+      reply.statusCode === 206 ||
+      reply.getHeader('content-range') !== undefined
+    )
+      return done(null, payload);
     if (!compressible(String(reply.getHeader('content-type') ?? 'application/json'))) return done(null, payload);
     const coding = codingFor(accepted);
     if (coding === undefined) return done(null, payload);

@@ -3,7 +3,10 @@
  * coding of `available` with the highest q-value (ties: the order of `available`), or undefined
  * for none (send the body as it is). A coding not named is acceptable only through `*`.
  */
-export function chooseEncoding<T extends string>(header: string | string[] | undefined, available: readonly T[]): T | undefined {
+export function chooseEncoding<T extends string>(
+  header: string | string[] | undefined,
+  available: readonly T[],
+): T | undefined {
   if (header === undefined) return undefined;
   const weights = new Map<string, number>();
   for (const item of (Array.isArray(header) ? header.join(',') : header).split(',')) {
@@ -33,7 +36,10 @@ export function chooseEncoding<T extends string>(header: string | string[] | und
  * chooseEncoding for a fixed `available`, remembering the answer for the Accept-Encoding values
  * seen last (clients send a handful of distinct ones), so a hot route does not parse it per request.
  */
-export function encodingChooser<T extends string>(available: readonly T[], remember = 64): (header: string | string[] | undefined) => T | undefined {
+export function encodingChooser<T extends string>(
+  available: readonly T[],
+  remember = 64,
+): (header: string | string[] | undefined) => T | undefined {
   const answers = new Map<string, T | undefined>();
   return (header) => {
     if (typeof header !== 'string') return chooseEncoding(header, available);

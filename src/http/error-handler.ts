@@ -1,5 +1,5 @@
-import FindMyWay, { type HTTPMethod } from 'find-my-way';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, preValidationHookHandler } from 'fastify';
+import FindMyWay, { type HTTPMethod } from 'find-my-way';
 import { isDatabaseBusy } from '../db/errors.ts';
 import { ApiError, codeForStatus } from './errors.ts';
 
@@ -25,7 +25,10 @@ export function installErrorModel(app: FastifyInstance, notFoundPreValidation: p
     const path = request.url.split('?', 1)[0] ?? '/';
     const allowed = METHODS.filter((method) => routes.find(method, path) !== null);
     if (allowed.length > 0) {
-      return sendError(reply, new ApiError(405, `${request.method} is not supported on ${path}`, { headers: { allow: allowed.join(', ') } }));
+      return sendError(
+        reply,
+        new ApiError(405, `${request.method} is not supported on ${path}`, { headers: { allow: allowed.join(', ') } }),
+      );
     }
     return sendError(reply, new ApiError(404, `No resource at ${path}`));
   });
@@ -76,7 +79,12 @@ interface ValidationIssue {
   message?: string;
 }
 
-const LOCATION: Record<string, string> = { querystring: 'query parameter', params: 'path parameter', headers: 'header', body: 'body' };
+const LOCATION: Record<string, string> = {
+  querystring: 'query parameter',
+  params: 'path parameter',
+  headers: 'header',
+  body: 'body',
+};
 
 /** A 400 naming the offending parameter or property, from schema validation issues. */
 function validationError(context: string, issues: ValidationIssue[]): ApiError {
@@ -86,10 +94,15 @@ function validationError(context: string, issues: ValidationIssue[]): ApiError {
     const names = (unknown.params.additionalProperties as string[] | undefined) ?? [];
     const at = unknown.instancePath ? ` at ${unknown.instancePath}` : '';
     const noun = context === 'querystring' ? 'query parameter' : 'property';
-    return new ApiError(400, `Unknown ${noun}${names.length > 1 ? 's' : ''} ${names.join(', ')}${at}`, { details: { location: context, unknown: names } });
+    return new ApiError(400, `Unknown ${noun}${names.length > 1 ? 's' : ''} ${names.join(', ')}${at}`, {
+      details: { location: context, unknown: names },
+    });
   }
   // In a union (one object or an array of them) the deepest issue is the informative one.
-  const issue = [...issues].filter((i) => i.keyword !== 'anyOf' && i.keyword !== 'boolean').sort((a, b) => b.instancePath.length - a.instancePath.length)[0] ?? issues[0]!;
+  const issue =
+    [...issues]
+      .filter((i) => i.keyword !== 'anyOf' && i.keyword !== 'boolean')
+      .sort((a, b) => b.instancePath.length - a.instancePath.length)[0] ?? issues[0]!;
   const name = issue.instancePath.replace(/^\//, '');
   const allowed = issue.params.allowedValues as unknown[] | undefined;
   const problem = allowed ? `must be one of ${allowed.join(', ')}` : issue.message;

@@ -37,7 +37,11 @@ export class ApiError extends Error {
   readonly details: unknown;
   readonly headers: Record<string, string>;
 
-  constructor(statusCode: number, message: string, options: { code?: string; details?: unknown; headers?: Record<string, string> } = {}) {
+  constructor(
+    statusCode: number,
+    message: string,
+    options: { code?: string; details?: unknown; headers?: Record<string, string> } = {},
+  ) {
     super(message);
     this.statusCode = statusCode;
     this.code = options.code ?? codeForStatus(statusCode);

@@ -7,7 +7,9 @@ export async function healthRoutes(app: FastifyInstance): Promise<void> {
       return { status: 'ok' };
     } catch (error) {
       request.log.warn({ err: error }, 'health check: database unreachable');
-      return reply.code(503).send({ status: 'unavailable', code: 'serviceUnavailable', message: 'The database does not answer' });
+      return reply
+        .code(503)
+        .send({ status: 'unavailable', code: 'serviceUnavailable', message: 'The database does not answer' });
     }
   });
 }

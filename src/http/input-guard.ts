@@ -15,7 +15,12 @@ export function findNul(value: unknown): string | undefined {
   const pathTo = (index: number, lastKey?: string): string => {
     const steps = lastKey === undefined ? [] : [lastKey];
     for (let at = index; at > 0; at = parents[at]!) steps.push(keys[at]!);
-    return steps.length === 0 ? '/' : steps.reverse().map((key) => `/${key.length > 40 ? `${key.slice(0, 40)}…` : key}`).join('');
+    return steps.length === 0
+      ? '/'
+      : steps
+          .reverse()
+          .map((key) => `/${key.length > 40 ? `${key.slice(0, 40)}…` : key}`)
+          .join('');
   };
   for (let index = 0; index < values.length; index++) {
     const current = values[index];
@@ -37,7 +42,11 @@ export function findNul(value: unknown): string | undefined {
 
 /** A 400 for a NUL character: PostgreSQL cannot store one in text, and no field needs it. */
 export function nulCharacterError(location: string, path: string): ApiError {
-  return new ApiError(400, `The ${location === 'querystring' ? 'query string' : location} contains a NUL character (at ${path.replace(/\0/g, '\\0')})`, { details: { location } });
+  return new ApiError(
+    400,
+    `The ${location === 'querystring' ? 'query string' : location} contains a NUL character (at ${path.replace(/\0/g, '\\0')})`,
+    { details: { location } },
+  );
 }
 
 /** The largest request line and headers served. */
@@ -86,7 +95,8 @@ export function installInputGuard(app: FastifyInstance): preValidationHookHandle
 
 // Callback hooks, not async ones: they run on every request and almost never refuse one.
 const guard: preValidationHookHandler = (request, _reply, done) => done(refusalOrError(request));
-const guardBeforeParsing: preParsingHookHandler = (request, _reply, payload, done) => done(refusalOrError(request) ?? null, payload);
+const guardBeforeParsing: preParsingHookHandler = (request, _reply, payload, done) =>
+  done(refusalOrError(request) ?? null, payload);
 
 function refusalOrError(request: FastifyRequest): Error | undefined {
   try {
@@ -108,7 +118,8 @@ function withHook<T>(hooks: T | T[] | undefined, hook: T, where: 'first' | 'last
 }
 
 function refusalOf(request: FastifyRequest): ApiError | undefined {
-  if (headSize(request) > HEAD_LIMIT) return new ApiError(431, `The request line and headers are larger than the ${HEAD_LIMIT / 1024} KiB limit`);
+  if (headSize(request) > HEAD_LIMIT)
+    return new ApiError(431, `The request line and headers are larger than the ${HEAD_LIMIT / 1024} KiB limit`);
   // HTTP/1.1 requires Host (RFC 9112 §3.2); Node's own refusal (turned off in app.ts) is an empty 400.
   // Checked here rather than in onRequest so that the pages' cookie parsing has run for their error page.
   if (request.headers.host === undefined && request.raw.httpVersionMajor === 1 && request.raw.httpVersionMinor >= 1) {
@@ -118,7 +129,9 @@ function refusalOf(request: FastifyRequest): ApiError | undefined {
   if (query && typeof query === 'object') {
     for (const name in query) {
       if (Object.hasOwn(query, name) && Array.isArray(query[name])) {
-        return new ApiError(400, `The query parameter ${clip(name)} is given more than once`, { details: { location: 'querystring', parameter: clip(name) } });
+        return new ApiError(400, `The query parameter ${clip(name)} is given more than once`, {
+          details: { location: 'querystring', parameter: clip(name) },
+        });
       }
     }
     const at = nulIn(query);

@@ -133,14 +133,20 @@ export async function metricsEndpoint(app: FastifyInstance): Promise<void> {
   });
 
   const expected = digest(token);
-  app.get('/metrics', { logLevel: 'warn', schema: { hide: true } }, async (request: FastifyRequest, reply: FastifyReply) => {
-    const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '');
-    if (!match || !timingSafeEqual(digest(match[1]!), expected)) {
-      throw new ApiError(401, 'GET /metrics needs Authorization: Bearer <METRICS_TOKEN>', { headers: { 'www-authenticate': 'Bearer realm="metrics"' } });
-    }
-    const body = cluster.isWorker ? await metricsFromPrimary() : await registry.metrics();
-    return reply.header('cache-control', 'no-store').type(registry.contentType).send(body);
-  });
+  app.get(
+    '/metrics',
+    { logLevel: 'warn', schema: { hide: true } },
+    async (request: FastifyRequest, reply: FastifyReply) => {
+      const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '');
+      if (!match || !timingSafeEqual(digest(match[1]!), expected)) {
+        throw new ApiError(401, 'GET /metrics needs Authorization: Bearer <METRICS_TOKEN>', {
+          headers: { 'www-authenticate': 'Bearer realm="metrics"' },
+        });
+      }
+      const body = cluster.isWorker ? await metricsFromPrimary() : await registry.metrics();
+      return reply.header('cache-control', 'no-store').type(registry.contentType).send(body);
+    },
+  );
 }
 
 /** Equal-length digests, so the comparison takes the same time whatever the token's length. */
@@ -162,10 +168,16 @@ interface MetricsMessage {
 function metricsFromPrimary(): Promise<string> {
   return new Promise((resolve, reject) => {
     const id = randomUUID();
-    const timer = setTimeout(() => finish(new ApiError(503, 'The metrics of the other workers did not arrive in time')), 7_000);
+    const timer = setTimeout(
+      () => finish(new ApiError(503, 'The metrics of the other workers did not arrive in time')),
+      7_000,
+    );
     const onMessage = (message: MetricsMessage) => {
       if (message?.type !== RESPONSE || message.id !== id) return;
-      finish(message.error === undefined ? undefined : new ApiError(503, `Metrics unavailable: ${message.error}`), message.body);
+      finish(
+        message.error === undefined ? undefined : new ApiError(503, `Metrics unavailable: ${message.error}`),
+        message.body,
+      );
     };
     function finish(error?: Error, body?: string) {
       clearTimeout(timer);

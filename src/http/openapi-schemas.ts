@@ -1,4 +1,4 @@
-import { Type, type TSchema } from 'typebox';
+import { type TSchema, Type } from 'typebox';
 
 /**
  * The error body of every non-OAuth endpoint, for route schemas' 4xx answers. Extra properties are
@@ -6,7 +6,11 @@ import { Type, type TSchema } from 'typebox';
  */
 const errorBody = (description: string) =>
   Type.Object(
-    { code: Type.String({ description: 'e.g. notFound, badRequest' }), message: Type.String(), details: Type.Optional(Type.Unknown()) },
+    {
+      code: Type.String({ description: 'e.g. notFound, badRequest' }),
+      message: Type.String(),
+      details: Type.Optional(Type.Unknown()),
+    },
     { additionalProperties: true, description },
   );
 

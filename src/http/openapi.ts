@@ -44,11 +44,16 @@ export async function openApi(app: FastifyInstance): Promise<void> {
       servers: [{ url: app.config.baseUrl }],
       components: {
         securitySchemes: {
-          bearer: { type: 'http', scheme: 'bearer', description: 'An access token from POST /v4/login; X-Service-Token is accepted too.' },
+          bearer: {
+            type: 'http',
+            scheme: 'bearer',
+            description: 'An access token from POST /v4/login; X-Service-Token is accepted too.',
+          },
           clientSecretBasic: {
             type: 'http',
             scheme: 'basic',
-            description: 'A confidential client: client_id and client_secret, each form-encoded, as HTTP Basic (RFC 6749 §2.3.1); or both in the body.',
+            description:
+              'A confidential client: client_id and client_secret, each form-encoded, as HTTP Basic (RFC 6749 §2.3.1); or both in the body.',
           },
           v1Signature: { type: 'http', scheme: 'basic', description: V1_SIGNATURE },
         },
@@ -56,8 +61,15 @@ export async function openApi(app: FastifyInstance): Promise<void> {
     },
     hiddenTag: 'hidden',
     // The APIs (and the discovery document of the OAuth endpoints) are documented; the pages, /healthz and /metrics are not.
-    transform: ({ schema, url }) => ({ schema: (isDocumented(url) ? documentOnly(schema) : { ...schema, hide: true }) as typeof schema, url }),
+    transform: ({ schema, url }) => ({
+      schema: (isDocumented(url) ? documentOnly(schema) : { ...schema, hide: true }) as typeof schema,
+      url,
+    }),
   });
-  await app.register(swaggerUi, { routePrefix: '/v4/docs', staticCSP: true, uiConfig: { docExpansion: 'list', deepLinking: false } });
+  await app.register(swaggerUi, {
+    routePrefix: '/v4/docs',
+    staticCSP: true,
+    uiConfig: { docExpansion: 'list', deepLinking: false },
+  });
   app.get('/v4/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 }

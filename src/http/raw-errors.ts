@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
+import { type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
@@ -50,12 +50,18 @@ function clientErrorFor(code: string | undefined): ApiError {
 }
 
 /** Fastify's clientErrorHandler: Node could not parse the request. */
-export function answerClientError(this: FastifyInstance, error: Error & { code?: string; rawPacket?: unknown }, socket: Socket): void {
+export function answerClientError(
+  this: FastifyInstance,
+  error: Error & { code?: string; rawPacket?: unknown },
+  socket: Socket,
+): void {
   if (error.code === 'ECONNRESET' || socket.destroyed) return;
   // Bytes after a request that is still being answered: that answer goes out, then the
   // connection closes; writing ours now would answer the earlier request with this error.
   // (When the error is in that request's own body, it is answered below, as Node does.)
-  const inFlight = (socket as Socket & { _httpMessage?: { headersSent: boolean; shouldKeepAlive: boolean; req?: IncomingMessage } })._httpMessage;
+  const inFlight = (
+    socket as Socket & { _httpMessage?: { headersSent: boolean; shouldKeepAlive: boolean; req?: IncomingMessage } }
+  )._httpMessage;
   if (inFlight && (inFlight.headersSent || inFlight.req?.complete !== false)) {
     if (inFlight.headersSent) socket.destroySoon();
     else inFlight.shouldKeepAlive = false;
@@ -105,7 +111,10 @@ export function answerConnect(request: IncomingMessage, socket: Duplex): void {
 
 /** Node's checkExpectation event: an Expect header other than 100-continue is 417. */
 export function answerUnknownExpectation(request: IncomingMessage, response: ServerResponse): void {
-  const apiError = new ApiError(417, `Expect: ${String(request.headers.expect).slice(0, 100)} is not supported; only 100-continue is`);
+  const apiError = new ApiError(
+    417,
+    `Expect: ${String(request.headers.expect).slice(0, 100)} is not supported; only 100-continue is`,
+  );
   const body = JSON.stringify(apiError.toBody());
   response.shouldKeepAlive = false;
   response.writeHead(417, {

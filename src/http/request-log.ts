@@ -1,5 +1,5 @@
-import { LogController, type FastifyBaseLogger, type FastifyReply, type FastifyRequest } from 'fastify';
-import { symbols, type Logger } from 'pino';
+import { type FastifyBaseLogger, type FastifyReply, type FastifyRequest, LogController } from 'fastify';
+import { type Logger, symbols } from 'pino';
 
 type PinoInternals = Record<symbol, any>;
 /** Declared by pino at run time, not in its types. */
@@ -14,12 +14,26 @@ const INFO = 30;
  * integrations. False, writing nothing, where the logger does more than format the line (a
  * mixin, hooks, a message prefix, a stream that wants metadata): then info() writes it.
  */
-export function writeRequestLine(log: FastifyBaseLogger, method: string, path: string, status: number, ms: number, ip: string | undefined): boolean {
+export function writeRequestLine(
+  log: FastifyBaseLogger,
+  method: string,
+  path: string,
+  status: number,
+  ms: number,
+  ip: string | undefined,
+): boolean {
   // A socket gone before the answer has no address: pino leaves the field out, info() does that.
   if (typeof ip !== 'string') return false;
   const logger = log as unknown as PinoInternals;
   const stream = logger[symbols.streamSym];
-  if (stream === undefined || stream[symbols.needsMetadataGsym] === true || logger[symbols.mixinSym] || logger[msgPrefixSym] || logger[symbols.hooksSym]?.streamWrite) return false;
+  if (
+    stream === undefined ||
+    stream[symbols.needsMetadataGsym] === true ||
+    logger[symbols.mixinSym] ||
+    logger[msgPrefixSym] ||
+    logger[symbols.hooksSym]?.streamWrite
+  )
+    return false;
   if (!(log as unknown as Logger).isLevelEnabled('info')) return true;
   stream.write(
     `${logger[symbols.lsCacheSym][INFO]}${logger[symbols.timeSym]()}${logger[symbols.chindingsSym]},"method":${JSON.stringify(method)},"path":${JSON.stringify(path)},` +
@@ -49,7 +63,15 @@ export class OneLinePerRequest extends LogController {
 }
 
 /** Field names whose values censorSecrets replaces (mayHoldSecrets names each of them too). */
-export const SECRET_KEYS = ['password', 'client_secret', 'access_token', 'refresh_token', 'code_verifier', 'token', 'code'];
+export const SECRET_KEYS = [
+  'password',
+  'client_secret',
+  'access_token',
+  'refresh_token',
+  'code_verifier',
+  'token',
+  'code',
+];
 const SECRET_HEADERS = ['authorization', 'x-service-token', 'cookie'];
 
 /** Whether `object` has a field censorSecrets looks at (SECRET_KEYS or headers). */

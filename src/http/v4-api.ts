@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { bearerAuth, callerOf, type BearerAuthOptions } from './bearer-auth.ts';
+import { type BearerAuthOptions, bearerAuth, callerOf } from './bearer-auth.ts';
 import { limitRequests } from './rate-limit.ts';
 
 /**

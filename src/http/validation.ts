@@ -5,7 +5,17 @@ import { Compile } from 'typebox/compile';
 type Schema = Record<string, unknown>;
 
 /** Keywords of a string property that Value.Convert leaves alone: a string stays the same string. */
-const PLAIN_STRING_KEYWORDS = new Set(['type', 'description', 'pattern', 'format', 'minLength', 'maxLength', 'examples', 'default', 'title']);
+const PLAIN_STRING_KEYWORDS = new Set([
+  'type',
+  'description',
+  'pattern',
+  'format',
+  'minLength',
+  'maxLength',
+  'examples',
+  'default',
+  'title',
+]);
 
 /**
  * Whether Value.Convert returns every value this schema accepts unchanged: an object whose

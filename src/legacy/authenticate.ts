@@ -22,7 +22,12 @@ export async function requireSignature(request: FastifyRequest): Promise<void> {
       headers: { 'www-authenticate': 'Basic realm="v1", charset="UTF-8"' },
     });
   }
-  const text = signedText(request.method, request.server.config.publicHost, request.raw.url ?? request.url, request.rawBody);
+  const text = signedText(
+    request.method,
+    request.server.config.publicHost,
+    request.raw.url ?? request.url,
+    request.rawBody,
+  );
   const reject = (reason: string) =>
     new ApiError(403, `Signature rejected: ${reason}`, { details: text.toString('utf8') });
 

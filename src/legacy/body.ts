@@ -42,7 +42,8 @@ export function readJsonBody(request: FastifyRequest): unknown {
 
 /** A DELETE body: comma-separated identifiers as text/plain. */
 export function readTextList(request: FastifyRequest): string[] {
-  if (mediaType(request) !== 'text/plain') throw badRequest('Content-Type must be text/plain with comma-separated identifiers');
+  if (mediaType(request) !== 'text/plain')
+    throw badRequest('Content-Type must be text/plain with comma-separated identifiers');
   return splitList(request.rawBody?.toString('utf8') ?? '');
 }
 
@@ -52,5 +53,12 @@ export function splitList(text: string): string[] {
     const item = text.trim();
     return item === '' ? [] : [item];
   }
-  return [...new Set(text.split(',').map((item) => item.trim()).filter((item) => item !== ''))];
+  return [
+    ...new Set(
+      text
+        .split(',')
+        .map((item) => item.trim())
+        .filter((item) => item !== ''),
+    ),
+  ];
 }

@@ -1,4 +1,4 @@
-import { verify, type KeyObject } from 'node:crypto';
+import { type KeyObject, verify } from 'node:crypto';
 
 /**
  * The text a v1 client signs: the method, then https:// + the service's canonical host + the

@@ -1,11 +1,18 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { createUsers, deleteUser, DuplicateUserError, findUsers, type NewUser, type StoredUser } from '../accounts/user-store.ts';
+import { InvalidPublicKeyError, normalizePublicKey } from '../accounts/public-key.ts';
+import {
+  createUsers,
+  DuplicateUserError,
+  deleteUser,
+  findUsers,
+  type NewUser,
+  type StoredUser,
+} from '../accounts/user-store.ts';
 import { bumpContentVersion } from '../db/content-versions.ts';
 import { badRequest, forbidden, notFound } from '../http/errors.ts';
 import { isUuid, normalizeUuid } from '../http/uuid.ts';
 import { requireSignature } from './authenticate.ts';
 import { readJsonBody, splitList } from './body.ts';
-import { InvalidPublicKeyError, normalizePublicKey } from '../accounts/public-key.ts';
 import { v1Docs } from './openapi.ts';
 
 interface IdParams {
@@ -18,7 +25,8 @@ export async function userRoutes(v1: FastifyInstance): Promise<void> {
   v1.get<{ Params: IdParams }>('/user.php/:ids', { schema: v1Docs.getUsers }, async (request) => {
     const ids = splitList(request.params.ids).map(normalizeUuid);
     const found = await findUsers(v1.database.db, ids.filter(isUuid));
-    if (found.length === 0) throw notFound(ids.length === 1 ? `User ${ids[0]} not found` : 'None of the users was found');
+    if (found.length === 0)
+      throw notFound(ids.length === 1 ? `User ${ids[0]} not found` : 'None of the users was found');
     return ids.length === 1 ? toV1(found[0]!) : found.map(toV1);
   });
 
@@ -45,16 +53,20 @@ export async function userRoutes(v1: FastifyInstance): Promise<void> {
   v1.post('/user.php', { schema: v1Docs.saveUsers }, create);
   v1.post<{ Params: IdParams }>('/user.php/:ids', { schema: v1Docs.saveUser }, create);
 
-  v1.delete<{ Params: IdParams }>('/user.php/:ids', { preHandler: requireSignature, schema: v1Docs.deleteUser }, async (request) => {
-    const ids = splitList(request.params.ids).map(normalizeUuid);
-    if (ids.some((id) => id !== request.signedBy)) throw forbidden('A user may only delete itself');
-    const userId = request.signedBy!;
-    await v1.database.db.transaction().execute(async (trx) => {
-      // Their mods and engrams went with them: the cached engram lists are stale.
-      if (await deleteUser(trx, userId)) await bumpContentVersion(trx, 'engrams');
-    });
-    return { deleted: [request.signedBy] };
-  });
+  v1.delete<{ Params: IdParams }>(
+    '/user.php/:ids',
+    { preHandler: requireSignature, schema: v1Docs.deleteUser },
+    async (request) => {
+      const ids = splitList(request.params.ids).map(normalizeUuid);
+      if (ids.some((id) => id !== request.signedBy)) throw forbidden('A user may only delete itself');
+      const userId = request.signedBy!;
+      await v1.database.db.transaction().execute(async (trx) => {
+        // Their mods and engrams went with them: the cached engram lists are stale.
+        if (await deleteUser(trx, userId)) await bumpContentVersion(trx, 'engrams');
+      });
+      return { deleted: [request.signedBy] };
+    },
+  );
 }
 
 function parseNewUser(item: unknown, index: number | undefined, pathId: string | undefined): NewUser {

@@ -34,7 +34,8 @@ export async function fetchWorkshopItem(template: string, modId: string): Promis
     html = await readAtMost(response, MAX_BYTES);
   } catch (error) {
     if (error instanceof WorkshopUnavailableError) throw error;
-    const reason = (error as Error).name === 'TimeoutError' ? `no answer within ${TIMEOUT_MS / 1000} s` : (error as Error).message;
+    const reason =
+      (error as Error).name === 'TimeoutError' ? `no answer within ${TIMEOUT_MS / 1000} s` : (error as Error).message;
     throw new WorkshopUnavailableError(`the workshop could not be reached: ${reason}`);
   }
   return parseWorkshopPage(html);

@@ -8,7 +8,9 @@ export function isMailableAddress(address: unknown): address is string {
   return (
     typeof address === 'string' &&
     address.length <= 254 &&
-    /^[^\s@<>()",;:\\[\]\u0000-\u001f\u007f]{1,64}@[A-Za-z0-9\u00a1-\uffff](?:[A-Za-z0-9.\u00a1-\uffff-]{0,251}[A-Za-z0-9\u00a1-\uffff])?$/.test(address) &&
+    /^[^\s@<>()",;:\\[\]\u0000-\u001f\u007f]{1,64}@[A-Za-z0-9\u00a1-\uffff](?:[A-Za-z0-9.\u00a1-\uffff-]{0,251}[A-Za-z0-9\u00a1-\uffff])?$/.test(
+      address,
+    ) &&
     !address.includes('..')
   );
 }

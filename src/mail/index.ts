@@ -21,7 +21,7 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { Mailer, RETRY_DELAYS_MS } from './mailer.ts';
-import { logTransport, smtpTransport, type MailTransport } from './transport.ts';
+import { logTransport, type MailTransport, smtpTransport } from './transport.ts';
 
 export { isMailableAddress, maskAddress } from './address.ts';
 export type { MailData, MailKind } from './kinds.ts';
@@ -42,14 +42,24 @@ export interface MailPluginOptions {
 }
 
 async function mailPlugin(app: FastifyInstance, options: MailPluginOptions): Promise<void> {
-  if (options.retryDelaysMs !== undefined && !options.retryDelaysMs.every((delay) => Number.isInteger(delay) && delay >= 0)) {
+  if (
+    options.retryDelaysMs !== undefined &&
+    !options.retryDelaysMs.every((delay) => Number.isInteger(delay) && delay >= 0)
+  ) {
     throw new Error('mail: retryDelaysMs must be non-negative integers');
   }
   const { smtpUrl, mailFrom, baseUrl } = app.config;
   const log = app.log.child({}, { level: app.log.level });
   const transport = options.transport ?? (smtpUrl ? await smtpTransport(smtpUrl) : logTransport(log));
-  if (!transport.delivers) app.log.warn('SMTP_URL is unset: no mail is sent; every message is written to the log instead');
-  const mailer = new Mailer({ transport, from: mailFrom, baseUrl, log, retryDelaysMs: options.retryDelaysMs ?? RETRY_DELAYS_MS });
+  if (!transport.delivers)
+    app.log.warn('SMTP_URL is unset: no mail is sent; every message is written to the log instead');
+  const mailer = new Mailer({
+    transport,
+    from: mailFrom,
+    baseUrl,
+    log,
+    retryDelaysMs: options.retryDelaysMs ?? RETRY_DELAYS_MS,
+  });
   app.decorate('mail', mailer);
   app.addHook('onClose', async () => mailer.close());
 }

@@ -56,7 +56,10 @@ export class Mailer {
         } catch (error) {
           const delay = delays[attempts - 1];
           if (delay === undefined) throw error;
-          log.warn({ mailKind: kind, to: maskAddress(to), attempts, err: describe(error) }, 'mail not accepted; trying again');
+          log.warn(
+            { mailKind: kind, to: maskAddress(to), attempts, err: describe(error) },
+            'mail not accepted; trying again',
+          );
           await new Promise((resolve) => setTimeout(resolve, delay));
         }
       }
@@ -75,5 +78,9 @@ export class Mailer {
 /** The error without the message it was about (nodemailer's errors may quote the envelope). */
 function describe(error: unknown): { message: string; code?: string; responseCode?: number } {
   const { message, code, responseCode } = error as { message?: string; code?: string; responseCode?: number };
-  return { message: String(message ?? error).slice(0, 300), ...(code ? { code } : {}), ...(responseCode ? { responseCode } : {}) };
+  return {
+    message: String(message ?? error).slice(0, 300),
+    ...(code ? { code } : {}),
+    ...(responseCode ? { responseCode } : {}),
+  };
 }

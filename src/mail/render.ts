@@ -35,16 +35,33 @@ function helpers(part: 'text' | 'html') {
     paragraph: (text: string) => `<p style="margin:0 0 16px">${escapeHtml(text)}</p>\n`,
     code: (code: string) =>
       `<p style="margin:0 0 16px;font-size:28px;font-weight:bold;letter-spacing:6px;font-family:ui-monospace,Menlo,Consolas,monospace">${escapeHtml(code)}</p>\n`,
-    link: (href: string, label?: string) => `<p style="margin:0 0 16px"><a href="${escapeHtml(href)}">${escapeHtml(label ?? href)}</a></p>\n`,
+    link: (href: string, label?: string) =>
+      `<p style="margin:0 0 16px"><a href="${escapeHtml(href)}">${escapeHtml(label ?? href)}</a></p>\n`,
     button: (href: string, label: string) =>
       `<p style="margin:0 0 16px"><a href="${escapeHtml(href)}" style="display:inline-block;padding:10px 18px;background:#2457c5;color:#ffffff;border-radius:6px;text-decoration:none">${escapeHtml(label)}</a></p>\n<p style="margin:0 0 16px;font-size:13px;color:#555555;word-break:break-all">${escapeHtml(href)}</p>\n`,
   };
 }
 
 /** The subject and both parts of a message of `kind`. */
-export function renderMail<Kind extends MailKind>(kind: Kind, data: MailData[Kind], context: { baseUrl: string }): RenderedMail {
+export function renderMail<Kind extends MailKind>(
+  kind: Kind,
+  data: MailData[Kind],
+  context: { baseUrl: string },
+): RenderedMail {
   const { subject } = MAIL_KINDS[kind];
   const render = (part: 'text' | 'html') =>
-    (part === 'html' ? htmlViews : textViews).render(`./${kind}`, { ...helpers(part), data, subject, baseUrl: context.baseUrl });
-  return { subject, text: render('text').replace(/\n{3,}/g, '\n\n').trim() + '\n', html: render('html') };
+    (part === 'html' ? htmlViews : textViews).render(`./${kind}`, {
+      ...helpers(part),
+      data,
+      subject,
+      baseUrl: context.baseUrl,
+    });
+  return {
+    subject,
+    text:
+      render('text')
+        .replace(/\n{3,}/g, '\n\n')
+        .trim() + '\n',
+    html: render('html'),
+  };
 }

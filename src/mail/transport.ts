@@ -36,7 +36,15 @@ export async function smtpTransport(url: string): Promise<MailTransport> {
   return {
     delivers: true,
     async send(mail) {
-      await transporter.sendMail({ from: mail.from, to: mail.to, subject: mail.subject, text: mail.text, html: mail.html, disableFileAccess: true, disableUrlAccess: true });
+      await transporter.sendMail({
+        from: mail.from,
+        to: mail.to,
+        subject: mail.subject,
+        text: mail.text,
+        html: mail.html,
+        disableFileAccess: true,
+        disableUrlAccess: true,
+      });
     },
     close: () => transporter.close(),
   };
@@ -50,7 +58,10 @@ export function logTransport(log: FastifyBaseLogger): MailTransport {
   return {
     delivers: false,
     async send(mail) {
-      log.info({ mail: { to: mail.to, subject: mail.subject, text: mail.text } }, 'mail written to the log (SMTP_URL unset)');
+      log.info(
+        { mail: { to: mail.to, subject: mail.subject, text: mail.text } },
+        'mail written to the log (SMTP_URL unset)',
+      );
     },
     close() {},
   };

@@ -1,10 +1,18 @@
-import { sql, type ExpressionBuilder, type Kysely, type QueryCreator, type UpdateQueryBuilder } from 'kysely';
+import { type ExpressionBuilder, type Kysely, type QueryCreator, sql, type UpdateQueryBuilder } from 'kysely';
 import { writesInWith } from '../db/dialect.ts';
 import { reusableQuery } from '../db/reusable-query.ts';
 import type { Schema, SessionsTable } from '../db/schema.ts';
 import { authenticatedClient, type ClientProof } from './clients.ts';
 import { hashSecret, newSecret } from './secrets.ts';
-import { insertSession, issuedTokens, newSession, newTokenPair, type IssuedTokens, type NewSessionRow, type SessionGrant } from './sessions.ts';
+import {
+  type IssuedTokens,
+  insertSession,
+  issuedTokens,
+  type NewSessionRow,
+  newSession,
+  newTokenPair,
+  type SessionGrant,
+} from './sessions.ts';
 
 export const AUTHORIZATION_CODE_TTL_MS = 10 * 60 * 1000;
 
@@ -44,7 +52,12 @@ export async function issueAuthorizationCode(db: Kysely<Schema>, grant: CodeGran
  * code waits for this write (PostgreSQL's row lock; SQLite runs one write transaction at a time)
  * and, finding the code used, can end the session, which is committed by then.
  */
-export async function exchangeAuthorizationCode(db: Kysely<Schema>, codeHash: string, grant: SessionGrant & { sessionId: string }, now: number): Promise<IssuedTokens | undefined> {
+export async function exchangeAuthorizationCode(
+  db: Kysely<Schema>,
+  codeHash: string,
+  grant: SessionGrant & { sessionId: string },
+  now: number,
+): Promise<IssuedTokens | undefined> {
   const { row, tokens } = newSession(grant, now);
   if (writesInWith(db)) return (await claimAndStart(db, { codeHash, now, ...row })).length > 0 ? tokens : undefined;
   return db.transaction().execute(async (trx) => {
@@ -56,13 +69,33 @@ export async function exchangeAuthorizationCode(db: Kysely<Schema>, codeHash: st
 
 // The token endpoint's statements are compiled once: building them per request cost more than running them.
 /** Marks the code used by the session, if it is unused; callers add their checks and RETURNING. */
-const claimOf = (db: QueryCreator<Schema>, { codeHash, sessionId, now }: { codeHash: string; sessionId: string; now: number }) =>
-  db.updateTable('authorization_codes').set({ used_at: now, session_id: sessionId }).where('code_hash', '=', codeHash).where('used_at', 'is', null);
+const claimOf = (
+  db: QueryCreator<Schema>,
+  { codeHash, sessionId, now }: { codeHash: string; sessionId: string; now: number },
+) =>
+  db
+    .updateTable('authorization_codes')
+    .set({ used_at: now, session_id: sessionId })
+    .where('code_hash', '=', codeHash)
+    .where('used_at', 'is', null);
 
-const claimCode = reusableQuery((db: Kysely<Schema>, values: { codeHash: string; sessionId: string; now: number }) => claimOf(db, values).returning('session_id'));
+const claimCode = reusableQuery((db: Kysely<Schema>, values: { codeHash: string; sessionId: string; now: number }) =>
+  claimOf(db, values).returning('session_id'),
+);
 
 /** The columns of a new session, in the order of the selects below. */
-const SESSION_COLUMNS = ['session_id', 'user_id', 'client_id', 'scope', 'created_at', 'last_used_at', 'access_token_hash', 'access_expires_at', 'refresh_token_hash', 'refresh_expires_at'] as const;
+const SESSION_COLUMNS = [
+  'session_id',
+  'user_id',
+  'client_id',
+  'scope',
+  'created_at',
+  'last_used_at',
+  'access_token_hash',
+  'access_expires_at',
+  'refresh_token_hash',
+  'refresh_expires_at',
+] as const;
 
 type TimesAndTokens = Omit<NewSessionRow, 'session_id' | 'user_id' | 'client_id' | 'scope'>;
 
@@ -82,7 +115,11 @@ type SessionOwner = 'claimed' | Pick<NewSessionRow, 'user_id' | 'client_id' | 's
 
 const ownerColumns = <DB, TB extends keyof DB>(eb: ExpressionBuilder<DB, TB>, owner: SessionOwner) =>
   owner === 'claimed'
-    ? [sql.ref<string>('claimed.user_id').as('user_id'), sql.ref<string>('claimed.client_id').as('client_id'), sql.ref<string>('claimed.scope').as('scope')]
+    ? [
+        sql.ref<string>('claimed.user_id').as('user_id'),
+        sql.ref<string>('claimed.client_id').as('client_id'),
+        sql.ref<string>('claimed.scope').as('scope'),
+      ]
     : [eb.val(owner.user_id).as('user_id'), eb.val(owner.client_id).as('client_id'), eb.val(owner.scope).as('scope')];
 
 /**
@@ -103,7 +140,11 @@ function startFromClaim<C extends { session_id: string | null }, R extends keyof
     .with('claimed', claim)
     .insertInto('sessions')
     .columns(SESSION_COLUMNS)
-    .expression((eb) => eb.selectFrom('claimed').select(['claimed.session_id', ...ownerColumns(eb, owner), ...timesAndTokens(eb, values)]))
+    .expression((eb) =>
+      eb
+        .selectFrom('claimed')
+        .select(['claimed.session_id', ...ownerColumns(eb, owner), ...timesAndTokens(eb, values)]),
+    )
     .returning(returning);
 }
 
@@ -111,7 +152,8 @@ function startFromClaim<C extends { session_id: string | null }, R extends keyof
 const claimAndStart = reusableQuery((db: Kysely<Schema>, values: NewSessionRow & { codeHash: string; now: number }) =>
   startFromClaim(
     db,
-    (db) => claimOf(db, { codeHash: values.codeHash, sessionId: values.session_id, now: values.now }).returning('session_id'),
+    (db) =>
+      claimOf(db, { codeHash: values.codeHash, sessionId: values.session_id, now: values.now }).returning('session_id'),
     values,
     values,
     ['session_id'],
@@ -162,17 +204,37 @@ const checkedClaimAndStart = reusableQuery((db: Kysely<Schema>, values: CheckedE
  */
 export async function exchangeCheckedAuthorizationCode(
   db: Kysely<Schema>,
-  exchange: { client: ClientProof; codeHash: string; redirectUri: string; codeChallenge: string; deviceId: string | null; sessionId: string },
+  exchange: {
+    client: ClientProof;
+    codeHash: string;
+    redirectUri: string;
+    codeChallenge: string;
+    deviceId: string | null;
+    sessionId: string;
+  },
   now: number,
 ): Promise<IssuedTokens | undefined> {
   if (!writesInWith(db)) return undefined;
   const pair = newTokenPair(now);
   const { client, codeHash, redirectUri, codeChallenge, deviceId, sessionId } = exchange;
-  const [row] = await checkedClaimAndStart(db, { ...client, codeHash, redirectUri, codeChallenge, deviceId, now, session_id: sessionId, created_at: now, last_used_at: now, ...pair.row });
+  const [row] = await checkedClaimAndStart(db, {
+    ...client,
+    codeHash,
+    redirectUri,
+    codeChallenge,
+    deviceId,
+    now,
+    session_id: sessionId,
+    created_at: now,
+    last_used_at: now,
+    ...pair.row,
+  });
   return row && issuedTokens(row.session_id, pair, row.scope, now);
 }
 
-const codeByHash = reusableQuery((db: Kysely<Schema>, { codeHash }: { codeHash: string }) => db.selectFrom('authorization_codes').selectAll().where('code_hash', '=', codeHash));
+const codeByHash = reusableQuery((db: Kysely<Schema>, { codeHash }: { codeHash: string }) =>
+  db.selectFrom('authorization_codes').selectAll().where('code_hash', '=', codeHash),
+);
 
 /** The stored code with this hash, used or not. */
 export async function findAuthorizationCode(db: Kysely<Schema>, codeHash: string) {
@@ -182,6 +244,11 @@ export async function findAuthorizationCode(db: Kysely<Schema>, codeHash: string
 
 /** The session a used code was exchanged for. */
 export async function sessionOfUsedCode(db: Kysely<Schema>, codeHash: string): Promise<string | undefined> {
-  const row = await db.selectFrom('authorization_codes').select('session_id').where('code_hash', '=', codeHash).where('used_at', 'is not', null).executeTakeFirst();
+  const row = await db
+    .selectFrom('authorization_codes')
+    .select('session_id')
+    .where('code_hash', '=', codeHash)
+    .where('used_at', 'is not', null)
+    .executeTakeFirst();
   return row?.session_id ?? undefined;
 }

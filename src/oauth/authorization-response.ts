@@ -4,7 +4,11 @@
  * response, success or error (RFC 9207), so a client can tell which server answered.
  * Parameters that are null or undefined are left out.
  */
-export function authorizationResponseUrl(redirectUri: string, params: Record<string, string | null | undefined>, issuer: string): string {
+export function authorizationResponseUrl(
+  redirectUri: string,
+  params: Record<string, string | null | undefined>,
+  issuer: string,
+): string {
   const url = new URL(redirectUri);
   for (const [name, value] of Object.entries(params)) {
     if (value !== null && value !== undefined && value !== '') url.searchParams.set(name, value);

@@ -13,8 +13,17 @@ import { grantableScope } from './scopes.ts';
 export const RESPONSE_TYPES = ['code'] as const;
 
 /** Sends the browser back to the client with an error (RFC 6749 §4.1.2.1, with RFC 9207's iss). */
-export function redirectWithError(reply: FastifyReply, redirectUri: string, error: OAuthError, state: string | undefined | null) {
-  const location = authorizationResponseUrl(redirectUri, { error: error.error, error_description: error.message, state }, reply.server.config.baseUrl);
+export function redirectWithError(
+  reply: FastifyReply,
+  redirectUri: string,
+  error: OAuthError,
+  state: string | undefined | null,
+) {
+  const location = authorizationResponseUrl(
+    redirectUri,
+    { error: error.error, error_description: error.message, state },
+    reply.server.config.baseUrl,
+  );
   return reply.code(302).header('location', location).header('cache-control', 'no-store').send();
 }
 
@@ -29,20 +38,26 @@ export async function authorizeRoute(app: FastifyInstance): Promise<void> {
     const client = await findApplication(app.database.db, params.client_id);
     if (!client) throw new InvalidRequest('Unknown client_id');
     // An application registered without a redirect URI uses the device flow only.
-    if (client.redirectUris.length === 0) throw new InvalidRequest('This client has no redirect URI: it signs in with the device flow only');
+    if (client.redirectUris.length === 0)
+      throw new InvalidRequest('This client has no redirect URI: it signs in with the device flow only');
     if (!params.redirect_uri) throw new InvalidRequest('redirect_uri is required');
-    if (!isRegisteredRedirectUri(client.redirectUris, params.redirect_uri)) throw new InvalidRequest('redirect_uri is not registered for this client');
+    if (!isRegisteredRedirectUri(client.redirectUris, params.redirect_uri))
+      throw new InvalidRequest('redirect_uri is not registered for this client');
 
     let scope: string;
     try {
       if (!params.response_type) throw new InvalidRequest('response_type is required');
-      if (!(RESPONSE_TYPES as readonly string[]).includes(params.response_type)) throw new UnsupportedResponseType('response_type must be code');
+      if (!(RESPONSE_TYPES as readonly string[]).includes(params.response_type))
+        throw new UnsupportedResponseType('response_type must be code');
       if (!params.state) throw new InvalidRequest('state is required');
       if (params.scope === undefined || params.scope.trim() === '') throw new InvalidRequest('scope is required');
       scope = grantableScope(params.scope, client.scopes);
-      if (!isCodeChallengeMethod(params.code_challenge_method)) throw new InvalidRequest('code_challenge_method must be S256');
-      if (!isCodeChallenge(params.code_challenge)) throw new InvalidRequest('code_challenge must be the 43-character base64url SHA-256 of the code_verifier');
-      if (params.device_id !== undefined && (params.device_id === '' || params.device_id.length > 200)) throw new InvalidRequest('device_id must be 1 to 200 characters');
+      if (!isCodeChallengeMethod(params.code_challenge_method))
+        throw new InvalidRequest('code_challenge_method must be S256');
+      if (!isCodeChallenge(params.code_challenge))
+        throw new InvalidRequest('code_challenge must be the 43-character base64url SHA-256 of the code_verifier');
+      if (params.device_id !== undefined && (params.device_id === '' || params.device_id.length > 200))
+        throw new InvalidRequest('device_id must be 1 to 200 characters');
     } catch (error) {
       if (error instanceof OAuthError) return redirectWithError(reply, params.redirect_uri, error, params.state);
       throw error;

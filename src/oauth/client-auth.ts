@@ -3,7 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Schema } from '../db/schema.ts';
 import { isUuid, normalizeUuid } from '../http/uuid.ts';
-import { findApplication, type Application, type ClientProof } from './clients.ts';
+import { type Application, type ClientProof, findApplication } from './clients.ts';
 import { InvalidClient, InvalidRequest } from './errors.ts';
 import { readParams } from './params.ts';
 import { hashSecret } from './secrets.ts';
@@ -26,16 +26,21 @@ function formDecode(text: string): string {
   }
 }
 
-export function readCredentials(authorization: string | undefined, params: Record<string, string | undefined>): Credentials {
+export function readCredentials(
+  authorization: string | undefined,
+  params: Record<string, string | undefined>,
+): Credentials {
   const basic = authorization?.match(/^Basic\s+([A-Za-z0-9+/=]+)\s*$/i);
   if (authorization && /^Basic\b/i.test(authorization)) {
     if (!basic) throw new InvalidClient('Malformed Basic credentials', true);
     const decoded = Buffer.from(basic[1]!, 'base64').toString('utf8');
     const colon = decoded.indexOf(':');
     if (colon < 0) throw new InvalidClient('Malformed Basic credentials', true);
-    if (params.client_secret !== undefined) throw new InvalidRequest('Use one client authentication method, not Basic and client_secret together');
+    if (params.client_secret !== undefined)
+      throw new InvalidRequest('Use one client authentication method, not Basic and client_secret together');
     const clientId = formDecode(decoded.slice(0, colon));
-    if (params.client_id !== undefined && params.client_id !== clientId) throw new InvalidRequest('client_id differs from the Basic credentials');
+    if (params.client_id !== undefined && params.client_id !== clientId)
+      throw new InvalidRequest('client_id differs from the Basic credentials');
     return { clientId, clientSecret: formDecode(decoded.slice(colon + 1)), usedBasic: true };
   }
   return { clientId: params.client_id, clientSecret: params.client_secret, usedBasic: false };
@@ -47,7 +52,10 @@ export function readCredentials(authorization: string | undefined, params: Recor
  */
 export function clientProof(credentials: Credentials): ClientProof | undefined {
   if (!isUuid(credentials.clientId)) return undefined;
-  return { clientId: normalizeUuid(credentials.clientId), secretHash: credentials.clientSecret ? hashSecret(credentials.clientSecret) : null };
+  return {
+    clientId: normalizeUuid(credentials.clientId),
+    secretHash: credentials.clientSecret ? hashSecret(credentials.clientSecret) : null,
+  };
 }
 
 /**
@@ -55,14 +63,17 @@ export function clientProof(credentials: Credentials): ClientProof | undefined {
  * public client must not present one.
  */
 export async function authenticateClient(db: Kysely<Schema>, credentials: Credentials): Promise<Application> {
-  if (credentials.clientId === undefined || credentials.clientId === '') throw new InvalidRequest('client_id is required');
+  if (credentials.clientId === undefined || credentials.clientId === '')
+    throw new InvalidRequest('client_id is required');
   const app = await findApplication(db, credentials.clientId);
   if (!app) throw new InvalidClient('Unknown client', credentials.usedBasic);
   if (app.secretHash === null) {
-    if (credentials.clientSecret) throw new InvalidClient('This is a public client: it has no secret to send', credentials.usedBasic);
+    if (credentials.clientSecret)
+      throw new InvalidClient('This is a public client: it has no secret to send', credentials.usedBasic);
     return app;
   }
-  if (!credentials.clientSecret) throw new InvalidClient('This client must authenticate with its client_secret', credentials.usedBasic);
+  if (!credentials.clientSecret)
+    throw new InvalidClient('This client must authenticate with its client_secret', credentials.usedBasic);
   const expected = Buffer.from(app.secretHash);
   const actual = Buffer.from(hashSecret(credentials.clientSecret));
   if (expected.length !== actual.length || !timingSafeEqual(expected, actual)) {

@@ -32,9 +32,13 @@ export interface NewApplication {
 export class InvalidApplicationError extends Error {}
 
 /** Registers an application; a confidential one gets a secret, returned once and stored hashed. */
-export async function createApplication(db: Kysely<Schema>, app: NewApplication): Promise<{ clientId: string; clientSecret: string | null }> {
+export async function createApplication(
+  db: Kysely<Schema>,
+  app: NewApplication,
+): Promise<{ clientId: string; clientSecret: string | null }> {
   if (app.name.trim() === '') throw new InvalidApplicationError('The application needs a name');
-  if (app.redirectUris.length === 0) throw new InvalidApplicationError('The application needs at least one redirect URI');
+  if (app.redirectUris.length === 0)
+    throw new InvalidApplicationError('The application needs at least one redirect URI');
   for (const uri of app.redirectUris) {
     const problem = redirectUriProblem(uri, 'operator');
     if (problem) throw new InvalidApplicationError(problem);
@@ -75,7 +79,11 @@ export type ClientProof = {
  * tells a timing observer nothing about the stored secret.
  */
 export const authenticatedClient = (db: QueryCreator<Schema>, { clientId, secretHash }: ClientProof) =>
-  db.selectFrom('applications').select('client_id').where('client_id', '=', clientId).where('secret_hash', 'is not distinct from', secretHash);
+  db
+    .selectFrom('applications')
+    .select('client_id')
+    .where('client_id', '=', clientId)
+    .where('secret_hash', 'is not distinct from', secretHash);
 
 export async function findApplication(db: Kysely<Schema>, clientId: unknown): Promise<Application | undefined> {
   if (!isUuid(clientId)) return undefined;
@@ -90,7 +98,10 @@ export async function listApplications(db: Kysely<Schema>): Promise<Application[
 
 export async function deleteApplication(db: Kysely<Schema>, clientId: string): Promise<boolean> {
   if (!isUuid(clientId)) return false;
-  const result = await db.deleteFrom('applications').where('client_id', '=', normalizeUuid(clientId)).executeTakeFirst();
+  const result = await db
+    .deleteFrom('applications')
+    .where('client_id', '=', normalizeUuid(clientId))
+    .executeTakeFirst();
   return result.numDeletedRows > 0n;
 }
 

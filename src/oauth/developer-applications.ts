@@ -6,13 +6,13 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Kysely, Transaction } from 'kysely';
-import { recordSecurityEvent, type EventOrigin, type SecurityEventKind } from '../accounts/security-events.ts';
+import { type EventOrigin, recordSecurityEvent, type SecurityEventKind } from '../accounts/security-events.ts';
 import { lockKey } from '../db/locks.ts';
 import type { Schema } from '../db/schema.ts';
 import { isUuid, normalizeUuid } from '../http/uuid.ts';
-import { toApplication, type Application } from './clients.ts';
+import { type Application, toApplication } from './clients.ts';
 import { isRegisteredRedirectUri, redirectUriProblem } from './redirect-uris.ts';
-import { SCOPES, isScope } from './scopes.ts';
+import { isScope, SCOPES } from './scopes.ts';
 import { hashSecret, newSecret } from './secrets.ts';
 import { endApplicationSessions, endApplicationSessionsBeyond } from './sessions.ts';
 
@@ -58,18 +58,22 @@ interface ValidApplication {
 const CONTROL = /[\u0000-\u001f\u007f-\u009f\u200e\u200f\u2028-\u202e\u2066-\u2069]/;
 
 /** Checks every input at once, so the page can show each error next to its input. */
-export function validateApplication(input: ApplicationInput): { ok: true; value: ValidApplication } | { ok: false; errors: FieldErrors } {
+export function validateApplication(
+  input: ApplicationInput,
+): { ok: true; value: ValidApplication } | { ok: false; errors: FieldErrors } {
   const errors: FieldErrors = {};
 
   const name = input.name.trim();
   const nameLength = [...name].length;
   if (CONTROL.test(name)) errors.name = 'The name must not contain control characters.';
-  else if (nameLength < NAME_LENGTH.min || nameLength > NAME_LENGTH.max) errors.name = `The name must be ${NAME_LENGTH.min} to ${NAME_LENGTH.max} characters long.`;
+  else if (nameLength < NAME_LENGTH.min || nameLength > NAME_LENGTH.max)
+    errors.name = `The name must be ${NAME_LENGTH.min} to ${NAME_LENGTH.max} characters long.`;
 
   let website: string | null = null;
   const typedWebsite = input.website.trim();
   if (typedWebsite !== '') {
-    const url = URL.canParse(typedWebsite) && !/[\u0000-\u0020\u007f]/.test(typedWebsite) ? new URL(typedWebsite) : undefined;
+    const url =
+      URL.canParse(typedWebsite) && !/[\u0000-\u0020\u007f]/.test(typedWebsite) ? new URL(typedWebsite) : undefined;
     if (!url || url.protocol !== 'https:' || url.hostname === '' || url.username || url.password) {
       errors.website = 'The website must be an https:// address, such as https://example.com.';
     } else if (url.href.length > WEBSITE_MAX_LENGTH) {
@@ -79,12 +83,22 @@ export function validateApplication(input: ApplicationInput): { ok: true; value:
     }
   }
 
-  const redirectUris = [...new Set(input.redirectUris.split(/\r\n|\r|\n/).map((line) => line.trim()).filter((line) => line !== ''))];
+  const redirectUris = [
+    ...new Set(
+      input.redirectUris
+        .split(/\r\n|\r|\n/)
+        .map((line) => line.trim())
+        .filter((line) => line !== ''),
+    ),
+  ];
   if (redirectUris.length > REDIRECT_URIS_MAX) {
     errors.redirect_uri = `At most ${REDIRECT_URIS_MAX} redirect URIs.`;
   } else {
     for (const uri of redirectUris) {
-      const problem = uri.length > REDIRECT_URI_MAX_LENGTH ? `A redirect URI must be at most ${REDIRECT_URI_MAX_LENGTH} characters long` : redirectUriProblem(uri, 'developer');
+      const problem =
+        uri.length > REDIRECT_URI_MAX_LENGTH
+          ? `A redirect URI must be at most ${REDIRECT_URI_MAX_LENGTH} characters long`
+          : redirectUriProblem(uri, 'developer');
       if (problem) {
         errors.redirect_uri = `${problem}.`;
         break;
@@ -106,7 +120,16 @@ export function validateApplication(input: ApplicationInput): { ok: true; value:
   }
 
   if (Object.keys(errors).length > 0) return { ok: false, errors };
-  return { ok: true, value: { name, website, redirectUris, scopes: DEVELOPER_SCOPES.filter((scope) => scopes.has(scope)), confidential: input.confidential } };
+  return {
+    ok: true,
+    value: {
+      name,
+      website,
+      redirectUris,
+      scopes: DEVELOPER_SCOPES.filter((scope) => scopes.has(scope)),
+      confidential: input.confidential,
+    },
+  };
 }
 
 export type CreateOutcome =
@@ -116,26 +139,47 @@ export type CreateOutcome =
   | { kind: 'two_step_required' };
 
 export type UpdateOutcome =
-  | { kind: 'updated'; application: Application; /** A new secret when the application became confidential. */ clientSecret: string | null }
+  | {
+      kind: 'updated';
+      application: Application /** A new secret when the application became confidential. */;
+      clientSecret: string | null;
+    }
   | { kind: 'invalid'; errors: FieldErrors }
   | { kind: 'not_found' }
   | { kind: 'two_step_required' };
 
-export type RenewOutcome = { kind: 'renewed'; application: Application; clientSecret: string } | { kind: 'public' } | { kind: 'not_found' } | { kind: 'two_step_required' };
+export type RenewOutcome =
+  | { kind: 'renewed'; application: Application; clientSecret: string }
+  | { kind: 'public' }
+  | { kind: 'not_found' }
+  | { kind: 'two_step_required' };
 
-export type DeleteOutcome = { kind: 'deleted'; application: Application; sessionsEnded: number } | { kind: 'not_found' } | { kind: 'two_step_required' };
+export type DeleteOutcome =
+  | { kind: 'deleted'; application: Application; sessionsEnded: number }
+  | { kind: 'not_found' }
+  | { kind: 'two_step_required' };
 
 const ownedQuery = (db: Kysely<Schema>, ownerId: string, clientId: string) =>
   db.selectFrom('applications').selectAll().where('client_id', '=', clientId).where('owner_id', '=', ownerId);
 
 /** The owner's applications, oldest first. */
 export async function listOwnedApplications(db: Kysely<Schema>, ownerId: string): Promise<Application[]> {
-  const rows = await db.selectFrom('applications').selectAll().where('owner_id', '=', ownerId).orderBy('created_at').orderBy('client_id').execute();
+  const rows = await db
+    .selectFrom('applications')
+    .selectAll()
+    .where('owner_id', '=', ownerId)
+    .orderBy('created_at')
+    .orderBy('client_id')
+    .execute();
   return rows.map(toApplication);
 }
 
 /** One application of the owner; undefined for an unknown id and for another user's (the same answer). */
-export async function findOwnedApplication(db: Kysely<Schema>, ownerId: string, clientId: unknown): Promise<Application | undefined> {
+export async function findOwnedApplication(
+  db: Kysely<Schema>,
+  ownerId: string,
+  clientId: unknown,
+): Promise<Application | undefined> {
   if (!isUuid(clientId)) return undefined;
   const row = await ownedQuery(db, ownerId, normalizeUuid(clientId)).executeTakeFirst();
   return row && toApplication(row);
@@ -146,7 +190,12 @@ export async function findOwnedApplication(db: Kysely<Schema>, ownerId: string, 
  * run in one transaction under a lock on the owner, so a burst of simultaneous creates never
  * passes the limit.
  */
-export async function createOwnedApplication(db: Kysely<Schema>, origin: EventOrigin, owner: Owner, input: ApplicationInput): Promise<CreateOutcome> {
+export async function createOwnedApplication(
+  db: Kysely<Schema>,
+  origin: EventOrigin,
+  owner: Owner,
+  input: ApplicationInput,
+): Promise<CreateOutcome> {
   if (!owner.twoStepOn) return { kind: 'two_step_required' };
   const checked = validateApplication(input);
   if (!checked.ok) return { kind: 'invalid', errors: checked.errors };
@@ -174,7 +223,11 @@ export async function createOwnedApplication(db: Kysely<Schema>, origin: EventOr
     return true;
   });
   if (!created) return { kind: 'limit_reached' };
-  await record(db, origin, 'application_created', owner, row.client_id, { name: app.name, confidential: app.confidential, via: 'account' });
+  await record(db, origin, 'application_created', owner, row.client_id, {
+    name: app.name,
+    confidential: app.confidential,
+    via: 'account',
+  });
   return { kind: 'created', application: toApplication(row), clientSecret };
 }
 
@@ -184,7 +237,13 @@ export async function createOwnedApplication(db: Kysely<Schema>, origin: EventOr
  * sign-ins and unused codes bound to a redirect URI taken away. Becoming confidential gives it a
  * secret (shown once); becoming public drops the secret.
  */
-export async function updateOwnedApplication(db: Kysely<Schema>, origin: EventOrigin, owner: Owner, clientId: unknown, input: ApplicationInput): Promise<UpdateOutcome> {
+export async function updateOwnedApplication(
+  db: Kysely<Schema>,
+  origin: EventOrigin,
+  owner: Owner,
+  clientId: unknown,
+  input: ApplicationInput,
+): Promise<UpdateOutcome> {
   if (!owner.twoStepOn) return { kind: 'two_step_required' };
   if (!isUuid(clientId)) return { kind: 'not_found' };
   const id = normalizeUuid(clientId);
@@ -197,21 +256,48 @@ export async function updateOwnedApplication(db: Kysely<Schema>, origin: EventOr
     if (!current) return undefined;
     const wasConfidential = current.secret_hash !== null;
     const clientSecret = app.confidential && !wasConfidential ? newSecret() : null;
-    const secretHash = !app.confidential ? null : clientSecret !== null ? hashSecret(clientSecret) : current.secret_hash;
-    const changes = { name: app.name, website: app.website, redirect_uris: JSON.stringify(app.redirectUris), scopes: app.scopes.join(' '), secret_hash: secretHash };
+    const secretHash = !app.confidential
+      ? null
+      : clientSecret !== null
+        ? hashSecret(clientSecret)
+        : current.secret_hash;
+    const changes = {
+      name: app.name,
+      website: app.website,
+      redirect_uris: JSON.stringify(app.redirectUris),
+      scopes: app.scopes.join(' '),
+      secret_hash: secretHash,
+    };
     await trx.updateTable('applications').set(changes).where('client_id', '=', id).execute();
-    const sessionsEnded = wasConfidential !== app.confidential ? await endApplicationSessions(trx, id) : await endApplicationSessionsBeyond(trx, id, app.scopes);
+    const sessionsEnded =
+      wasConfidential !== app.confidential
+        ? await endApplicationSessions(trx, id)
+        : await endApplicationSessionsBeyond(trx, id, app.scopes);
     await endAuthorizationsOutside(trx, id, app.redirectUris);
     return { application: toApplication({ ...current, ...changes }), clientSecret, sessionsEnded };
   });
   if (!outcome) return { kind: 'not_found' };
-  await record(db, origin, 'application_updated', owner, id, { name: app.name, confidential: app.confidential, sessions_ended: outcome.sessionsEnded, via: 'account' });
-  if (outcome.clientSecret !== null) await record(db, origin, 'application_secret_renewed', owner, id, { via: 'account', reason: 'became_confidential' });
+  await record(db, origin, 'application_updated', owner, id, {
+    name: app.name,
+    confidential: app.confidential,
+    sessions_ended: outcome.sessionsEnded,
+    via: 'account',
+  });
+  if (outcome.clientSecret !== null)
+    await record(db, origin, 'application_secret_renewed', owner, id, {
+      via: 'account',
+      reason: 'became_confidential',
+    });
   return { kind: 'updated', application: outcome.application, clientSecret: outcome.clientSecret };
 }
 
 /** Gives a confidential application of the owner a new secret; the old one stops working at once. */
-export async function renewOwnedApplicationSecret(db: Kysely<Schema>, origin: EventOrigin, owner: Owner, clientId: unknown): Promise<RenewOutcome> {
+export async function renewOwnedApplicationSecret(
+  db: Kysely<Schema>,
+  origin: EventOrigin,
+  owner: Owner,
+  clientId: unknown,
+): Promise<RenewOutcome> {
   if (!owner.twoStepOn) return { kind: 'two_step_required' };
   const current = await findOwnedApplication(db, owner.userId, clientId);
   if (!current) return { kind: 'not_found' };
@@ -231,7 +317,12 @@ export async function renewOwnedApplicationSecret(db: Kysely<Schema>, origin: Ev
 }
 
 /** Deletes an application of the owner with every session, pending sign-in and code issued to it, in one transaction. */
-export async function deleteOwnedApplication(db: Kysely<Schema>, origin: EventOrigin, owner: Owner, clientId: unknown): Promise<DeleteOutcome> {
+export async function deleteOwnedApplication(
+  db: Kysely<Schema>,
+  origin: EventOrigin,
+  owner: Owner,
+  clientId: unknown,
+): Promise<DeleteOutcome> {
   if (!owner.twoStepOn) return { kind: 'two_step_required' };
   if (!isUuid(clientId)) return { kind: 'not_found' };
   const id = normalizeUuid(clientId);
@@ -247,20 +338,50 @@ export async function deleteOwnedApplication(db: Kysely<Schema>, origin: EventOr
     return { application: toApplication(current), sessionsEnded };
   });
   if (!outcome) return { kind: 'not_found' };
-  await record(db, origin, 'application_deleted', owner, id, { name: outcome.application.name, sessions_ended: outcome.sessionsEnded, via: 'account' });
+  await record(db, origin, 'application_deleted', owner, id, {
+    name: outcome.application.name,
+    sessions_ended: outcome.sessionsEnded,
+    via: 'account',
+  });
   return { kind: 'deleted', ...outcome };
 }
 
 /** Ends the pending browser sign-ins and unused codes of an application whose redirect URI is not (any more) among `redirectUris`. */
-async function endAuthorizationsOutside(trx: Transaction<Schema>, clientId: string, redirectUris: readonly string[]): Promise<void> {
-  const interactions = await trx.selectFrom('interactions').select(['interaction_hash', 'redirect_uri']).where('client_id', '=', clientId).where('redirect_uri', 'is not', null).execute();
-  const staleInteractions = interactions.filter((row) => !isRegisteredRedirectUri(redirectUris, row.redirect_uri!)).map((row) => row.interaction_hash);
-  if (staleInteractions.length > 0) await trx.deleteFrom('interactions').where('interaction_hash', 'in', staleInteractions).execute();
-  const codes = await trx.selectFrom('authorization_codes').select(['code_hash', 'redirect_uri']).where('client_id', '=', clientId).where('used_at', 'is', null).execute();
-  const staleCodes = codes.filter((row) => !isRegisteredRedirectUri(redirectUris, row.redirect_uri)).map((row) => row.code_hash);
+async function endAuthorizationsOutside(
+  trx: Transaction<Schema>,
+  clientId: string,
+  redirectUris: readonly string[],
+): Promise<void> {
+  const interactions = await trx
+    .selectFrom('interactions')
+    .select(['interaction_hash', 'redirect_uri'])
+    .where('client_id', '=', clientId)
+    .where('redirect_uri', 'is not', null)
+    .execute();
+  const staleInteractions = interactions
+    .filter((row) => !isRegisteredRedirectUri(redirectUris, row.redirect_uri!))
+    .map((row) => row.interaction_hash);
+  if (staleInteractions.length > 0)
+    await trx.deleteFrom('interactions').where('interaction_hash', 'in', staleInteractions).execute();
+  const codes = await trx
+    .selectFrom('authorization_codes')
+    .select(['code_hash', 'redirect_uri'])
+    .where('client_id', '=', clientId)
+    .where('used_at', 'is', null)
+    .execute();
+  const staleCodes = codes
+    .filter((row) => !isRegisteredRedirectUri(redirectUris, row.redirect_uri))
+    .map((row) => row.code_hash);
   if (staleCodes.length > 0) await trx.deleteFrom('authorization_codes').where('code_hash', 'in', staleCodes).execute();
 }
 
-function record(db: Kysely<Schema>, origin: EventOrigin, kind: SecurityEventKind, owner: Owner, clientId: string, details: Record<string, string | number | boolean>) {
+function record(
+  db: Kysely<Schema>,
+  origin: EventOrigin,
+  kind: SecurityEventKind,
+  owner: Owner,
+  clientId: string,
+  details: Record<string, string | number | boolean>,
+) {
   return recordSecurityEvent(db, origin, { kind, userId: owner.userId, clientId, details });
 }

@@ -1,6 +1,11 @@
 import type { FastifyInstance } from 'fastify';
 import { authenticateClient, readCredentials } from './client-auth.ts';
-import { DEVICE_CODE_TTL_SECONDS, DEVICE_POLL_INTERVAL_SECONDS, formatUserCode, insertDeviceAuthorization } from './device-authorizations.ts';
+import {
+  DEVICE_CODE_TTL_SECONDS,
+  DEVICE_POLL_INTERVAL_SECONDS,
+  formatUserCode,
+  insertDeviceAuthorization,
+} from './device-authorizations.ts';
 import { InvalidRequest } from './errors.ts';
 import { readParams } from './params.ts';
 import { isCodeChallenge, isCodeChallengeMethod } from './pkce.ts';
@@ -13,9 +18,15 @@ export async function deviceAuthorizationRoute(app: FastifyInstance): Promise<vo
     const params = readParams(request.body);
     const client = await authenticateClient(app.database.db, readCredentials(request.headers.authorization, params));
     const scope = grantableScope(params.scope ?? 'common', client.scopes);
-    if (!isCodeChallengeMethod(params.code_challenge_method)) throw new InvalidRequest('code_challenge_method must be S256');
-    if (!isCodeChallenge(params.code_challenge)) throw new InvalidRequest('code_challenge must be the 43-character base64url SHA-256 of the code_verifier');
-    const row = await insertDeviceAuthorization(app.database.db, { clientId: client.clientId, scope, codeChallenge: params.code_challenge }, Date.now());
+    if (!isCodeChallengeMethod(params.code_challenge_method))
+      throw new InvalidRequest('code_challenge_method must be S256');
+    if (!isCodeChallenge(params.code_challenge))
+      throw new InvalidRequest('code_challenge must be the 43-character base64url SHA-256 of the code_verifier');
+    const row = await insertDeviceAuthorization(
+      app.database.db,
+      { clientId: client.clientId, scope, codeChallenge: params.code_challenge },
+      Date.now(),
+    );
     const verificationUri = `${app.config.baseUrl}/device`;
     return reply
       .code(201)

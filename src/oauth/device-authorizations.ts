@@ -24,7 +24,11 @@ export function normalizeUserCode(typed: string): string | undefined {
 }
 
 /** Stores a new pending device request with a fresh device code and user code. */
-export async function insertDeviceAuthorization(db: Kysely<Schema>, values: { clientId: string; scope: string; codeChallenge: string }, now: number) {
+export async function insertDeviceAuthorization(
+  db: Kysely<Schema>,
+  values: { clientId: string; scope: string; codeChallenge: string },
+  now: number,
+) {
   for (let attempt = 0; ; attempt++) {
     const row = {
       device_code: randomUUID(),
@@ -53,7 +57,11 @@ export async function insertDeviceAuthorization(db: Kysely<Schema>, values: { cl
  * The device page's step: the pending, unexpired request whose user code a person typed starts
  * an interaction (sign in, then consent). Its id, or undefined when the code is not valid.
  */
-export async function startDeviceInteraction(db: Kysely<Schema>, typedUserCode: string, now = Date.now()): Promise<string | undefined> {
+export async function startDeviceInteraction(
+  db: Kysely<Schema>,
+  typedUserCode: string,
+  now = Date.now(),
+): Promise<string | undefined> {
   const code = normalizeUserCode(typedUserCode);
   if (!code) return undefined;
   const pending = await db
@@ -81,12 +89,22 @@ export async function startDeviceInteraction(db: Kysely<Schema>, typedUserCode: 
 
 /** The user code of a device request, as the consent page shows it (to compare with the device's). */
 export async function displayedUserCode(db: Kysely<Schema>, deviceCode: string): Promise<string | undefined> {
-  const row = await db.selectFrom('device_authorizations').select('user_code').where('device_code', '=', deviceCode).executeTakeFirst();
+  const row = await db
+    .selectFrom('device_authorizations')
+    .select('user_code')
+    .where('device_code', '=', deviceCode)
+    .executeTakeFirst();
   return row && formatUserCode(row.user_code);
 }
 
 /** Records the user's decision on a pending, unexpired device request; false when it no longer is one. */
-export async function settleDeviceAuthorization(db: Kysely<Schema>, deviceCode: string, userId: string, approved: boolean, now: number): Promise<boolean> {
+export async function settleDeviceAuthorization(
+  db: Kysely<Schema>,
+  deviceCode: string,
+  userId: string,
+  approved: boolean,
+  now: number,
+): Promise<boolean> {
   const updated = await db
     .updateTable('device_authorizations')
     .set(approved ? { status: 'approved', user_id: userId } : { status: 'denied' })

@@ -4,8 +4,8 @@ import { recordSecurityEvent } from '../accounts/security-events.ts';
 import { isDatabaseBusy } from '../db/errors.ts';
 import { limitRequests } from '../http/rate-limit.ts';
 import { authorizeRoute } from './authorize.ts';
-import { deviceAuthorizationRoute } from './device-authorization.ts';
 import { claimedClientId } from './client-auth.ts';
+import { deviceAuthorizationRoute } from './device-authorization.ts';
 import { InvalidClient, OAuthError, ServerError, TemporarilyUnavailable } from './errors.ts';
 import { introspectionRoute } from './introspection.ts';
 import { revocationRoute } from './revocation.ts';
@@ -34,9 +34,18 @@ export async function oauthEndpoints(scope: FastifyInstance): Promise<void> {
       oauthError = new ServerError(`Internal server error (request ${request.id})`);
     }
     // Every endpoint that authenticates clients (token, revocation, introspection) ends up here.
-    if (oauthError instanceof InvalidClient) await recordSecurityEvent(scope.database.db, request, { kind: 'client_authentication_failed', clientId: claimedClientId(request), details: { endpoint: request.url.split('?', 1)[0]!.slice(0, 200), reason: oauthError.message } });
+    if (oauthError instanceof InvalidClient)
+      await recordSecurityEvent(scope.database.db, request, {
+        kind: 'client_authentication_failed',
+        clientId: claimedClientId(request),
+        details: { endpoint: request.url.split('?', 1)[0]!.slice(0, 200), reason: oauthError.message },
+      });
     for (const [name, value] of Object.entries(oauthError.headers)) reply.header(name, value);
-    return reply.code(oauthError.statusCode).header('cache-control', 'no-store').type('application/json; charset=utf-8').send(oauthError.toBody());
+    return reply
+      .code(oauthError.statusCode)
+      .header('cache-control', 'no-store')
+      .type('application/json; charset=utf-8')
+      .send(oauthError.toBody());
   });
 
   await scope.register(authorizeRoute);

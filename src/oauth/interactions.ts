@@ -8,7 +8,11 @@ export const INTERACTION_TTL_MS = 15 * 60 * 1000;
 export type Interaction = Omit<InteractionsTable, 'interaction_hash'>;
 
 /** Starts an interaction; its id appears only in the page URL, the database keeps a hash. */
-export async function createInteraction(db: Kysely<Schema>, interaction: Omit<Interaction, 'expires_at'>, now = Date.now()): Promise<string> {
+export async function createInteraction(
+  db: Kysely<Schema>,
+  interaction: Omit<Interaction, 'expires_at'>,
+  now = Date.now(),
+): Promise<string> {
   const id = newSecret();
   await db
     .insertInto('interactions')
@@ -17,9 +21,17 @@ export async function createInteraction(db: Kysely<Schema>, interaction: Omit<In
   return id;
 }
 
-export async function findInteraction(db: Kysely<Schema>, id: string, now = Date.now()): Promise<Interaction | undefined> {
+export async function findInteraction(
+  db: Kysely<Schema>,
+  id: string,
+  now = Date.now(),
+): Promise<Interaction | undefined> {
   if (!/^[A-Za-z0-9_-]{43}$/.test(id)) return undefined;
-  const row = await db.selectFrom('interactions').selectAll().where('interaction_hash', '=', hashSecret(id)).executeTakeFirst();
+  const row = await db
+    .selectFrom('interactions')
+    .selectAll()
+    .where('interaction_hash', '=', hashSecret(id))
+    .executeTakeFirst();
   if (!row || row.expires_at <= now) return undefined;
   const { interaction_hash: _hash, ...interaction } = row;
   return interaction;

@@ -5,8 +5,8 @@ import { authenticateClient, readCredentials } from './client-auth.ts';
 import { InvalidClient, InvalidRequest } from './errors.ts';
 import { readParams } from './params.ts';
 import { introspectionSchema } from './schemas.ts';
-import { ACCESS_TOKEN_TTL_MS, REFRESH_TOKEN_TTL_MS } from './sessions.ts';
 import { hashSecret } from './secrets.ts';
+import { ACCESS_TOKEN_TTL_MS, REFRESH_TOKEN_TTL_MS } from './sessions.ts';
 
 const seconds = (ms: number) => Math.floor(ms / 1000);
 
@@ -20,7 +20,11 @@ export async function introspectionRoute(app: FastifyInstance): Promise<void> {
     const params = readParams(request.body);
     const credentials = readCredentials(request.headers.authorization, params);
     const client = await authenticateClient(app.database.db, credentials);
-    if (!client.confidential) throw new InvalidClient('Token introspection is for confidential clients; this client has no secret', credentials.usedBasic);
+    if (!client.confidential)
+      throw new InvalidClient(
+        'Token introspection is for confidential clients; this client has no secret',
+        credentials.usedBasic,
+      );
     if (!params.token) throw new InvalidRequest('token is required');
     const token = await findLiveToken(app.database.db, params.token);
     reply.header('cache-control', 'no-store');

@@ -6,7 +6,8 @@ import { InvalidRequest } from './errors.ts';
  */
 export function readParams(source: unknown): Record<string, string | undefined> {
   if (source === undefined || source === null) return {};
-  if (typeof source !== 'object' || Array.isArray(source)) throw new InvalidRequest('The parameters must be a form or a JSON object');
+  if (typeof source !== 'object' || Array.isArray(source))
+    throw new InvalidRequest('The parameters must be a form or a JSON object');
   const params: Record<string, string | undefined> = {};
   for (const [name, value] of Object.entries(source)) {
     if (Array.isArray(value)) throw new InvalidRequest(`${name} is given more than once`);

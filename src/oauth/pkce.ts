@@ -6,10 +6,12 @@ export const CODE_CHALLENGE_METHODS = ['S256'] as const;
 export const isCodeChallengeMethod = (value: unknown) => (CODE_CHALLENGE_METHODS as readonly unknown[]).includes(value);
 
 /** S256 challenges are exactly 43 base64url characters (32 bytes, no padding). */
-export const isCodeChallenge = (value: unknown): value is string => typeof value === 'string' && /^[A-Za-z0-9_-]{43}$/.test(value);
+export const isCodeChallenge = (value: unknown): value is string =>
+  typeof value === 'string' && /^[A-Za-z0-9_-]{43}$/.test(value);
 
 /** RFC 7636 §4.1: 43–128 unreserved characters. */
-export const isCodeVerifier = (value: unknown): value is string => typeof value === 'string' && /^[A-Za-z0-9\-._~]{43,128}$/.test(value);
+export const isCodeVerifier = (value: unknown): value is string =>
+  typeof value === 'string' && /^[A-Za-z0-9\-._~]{43,128}$/.test(value);
 
 /** The S256 challenge of a verifier (ASCII by isCodeVerifier, so its UTF-8 bytes are the ASCII ones RFC 7636 hashes). */
 export function challengeOf(verifier: string): string {

@@ -34,7 +34,8 @@ export function isRegisteredRedirectUri(registered: readonly string[], requested
  */
 export function redirectUriProblem(uri: string, registeredBy: 'operator' | 'developer'): string | undefined {
   // URL parsing drops tabs and newlines silently: what is stored must be what is compared.
-  if (/[\u0000-\u0020\u007f]/.test(uri)) return `Redirect URI ${JSON.stringify(uri)} contains spaces or control characters`;
+  if (/[\u0000-\u0020\u007f]/.test(uri))
+    return `Redirect URI ${JSON.stringify(uri)} contains spaces or control characters`;
   let url: URL;
   try {
     url = new URL(uri);

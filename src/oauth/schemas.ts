@@ -7,7 +7,9 @@ import { errorResponses } from '../http/openapi-schemas.ts';
  */
 const params = (names: Record<string, string>) =>
   Type.Object(
-    Object.fromEntries(Object.entries(names).map(([name, description]) => [name, Type.Optional(Type.String({ description }))])),
+    Object.fromEntries(
+      Object.entries(names).map(([name, description]) => [name, Type.Optional(Type.String({ description }))]),
+    ),
     { additionalProperties: true },
   );
 
@@ -151,7 +153,9 @@ export const introspectionSchema = {
         username: Type.Optional(Type.String()),
         sub: Type.Optional(Type.String({ format: 'uuid', description: 'The user id' })),
         token_type: Type.Optional(Type.Literal('Bearer')),
-        exp: Type.Optional(Type.Integer({ description: 'Unix time (s) the token expires (for a refresh token, the refresh expiry)' })),
+        exp: Type.Optional(
+          Type.Integer({ description: 'Unix time (s) the token expires (for a refresh token, the refresh expiry)' }),
+        ),
         iat: Type.Optional(Type.Integer({ description: 'Unix time (s) the token was issued' })),
       },
       { description: 'Every field but active is present only when active is true' },

@@ -29,7 +29,8 @@ export function parseScopes(text: string): Scope[] {
 export function grantableScope(requested: string, registered: readonly string[]): string {
   const scopes = new Set<string>(parseScopes(requested));
   const notAllowed = [...scopes].find((scope) => scope !== 'common' && !registered.includes(scope));
-  if (notAllowed !== undefined) throw new InvalidScope(`This application is not registered for the scope ${notAllowed}`);
+  if (notAllowed !== undefined)
+    throw new InvalidScope(`This application is not registered for the scope ${notAllowed}`);
   scopes.add('common');
   return [...scopes].sort().join(' ');
 }

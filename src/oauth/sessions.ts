@@ -51,8 +51,21 @@ export function newTokenPair(now: number) {
 }
 
 /** The token response's content for a session given `pair`. */
-export function issuedTokens(sessionId: string, pair: ReturnType<typeof newTokenPair>, scope: string, now: number): IssuedTokens {
-  return { sessionId, accessToken: pair.accessToken, refreshToken: pair.refreshToken, accessExpiresAt: pair.row.access_expires_at, refreshExpiresAt: pair.row.refresh_expires_at, scope, issuedAt: now };
+export function issuedTokens(
+  sessionId: string,
+  pair: ReturnType<typeof newTokenPair>,
+  scope: string,
+  now: number,
+): IssuedTokens {
+  return {
+    sessionId,
+    accessToken: pair.accessToken,
+    refreshToken: pair.refreshToken,
+    accessExpiresAt: pair.row.access_expires_at,
+    refreshExpiresAt: pair.row.refresh_expires_at,
+    scope,
+    issuedAt: now,
+  };
 }
 
 export interface SessionGrant {
@@ -73,7 +86,15 @@ export function newSession(grant: SessionGrant, now: number): { row: NewSessionR
   const sessionId = grant.sessionId ?? uuidv7();
   const pair = newTokenPair(now);
   return {
-    row: { session_id: sessionId, user_id: grant.userId, client_id: grant.clientId, scope: grant.scope, created_at: now, last_used_at: now, ...pair.row },
+    row: {
+      session_id: sessionId,
+      user_id: grant.userId,
+      client_id: grant.clientId,
+      scope: grant.scope,
+      created_at: now,
+      last_used_at: now,
+      ...pair.row,
+    },
     tokens: issuedTokens(sessionId, pair, grant.scope, now),
   };
 }
@@ -88,17 +109,39 @@ export async function createSession(db: Kysely<Schema>, grant: SessionGrant, now
 // The token endpoint's statements are compiled once (reusableQuery): building them per request
 // cost more than running them.
 const sessionByRefreshTokenHash = reusableQuery((db: Kysely<Schema>, { hash }: { hash: string }) =>
-  db.selectFrom('sessions').select(['session_id', 'user_id', 'client_id', 'scope', 'refresh_expires_at']).where('refresh_token_hash', '=', hash),
+  db
+    .selectFrom('sessions')
+    .select(['session_id', 'user_id', 'client_id', 'scope', 'refresh_expires_at'])
+    .where('refresh_token_hash', '=', hash),
 );
 
 export const insertSession = reusableQuery(
   (
     db: Kysely<Schema>,
-    row: { session_id: string; user_id: string; client_id: string; scope: string; created_at: number; last_used_at: number; access_token_hash: string; access_expires_at: number; refresh_token_hash: string; refresh_expires_at: number },
+    row: {
+      session_id: string;
+      user_id: string;
+      client_id: string;
+      scope: string;
+      created_at: number;
+      last_used_at: number;
+      access_token_hash: string;
+      access_expires_at: number;
+      refresh_token_hash: string;
+      refresh_expires_at: number;
+    },
   ) => db.insertInto('sessions').values(row),
 );
 
-type Rotation = { sessionId: string; oldHash: string; access_token_hash: string; access_expires_at: number; refresh_token_hash: string; refresh_expires_at: number; now: number };
+type Rotation = {
+  sessionId: string;
+  oldHash: string;
+  access_token_hash: string;
+  access_expires_at: number;
+  refresh_token_hash: string;
+  refresh_expires_at: number;
+  now: number;
+};
 
 /** The columns a rotation sets: the new token pair and the time of use. */
 const rotatedColumns = (values: Omit<Rotation, 'sessionId' | 'oldHash'>) => ({
@@ -126,18 +169,39 @@ const rotateAndRecord = reusableQuery((db: Kysely<Schema>, values: Rotation & { 
     .with('rotated', () => rotationOf(db, values))
     .insertInto('rotated_refresh_tokens')
     .columns(['refresh_token_hash', 'session_id', 'expires_at'])
-    .expression((eb) => eb.selectFrom('rotated').select([eb.val(values.oldHash).as('refresh_token_hash'), 'rotated.session_id', eb.cast<number>(eb.val(values.oldExpiresAt), 'bigint').as('expires_at')]))
+    .expression((eb) =>
+      eb
+        .selectFrom('rotated')
+        .select([
+          eb.val(values.oldHash).as('refresh_token_hash'),
+          'rotated.session_id',
+          eb.cast<number>(eb.val(values.oldExpiresAt), 'bigint').as('expires_at'),
+        ]),
+    )
     .returning('session_id'),
 );
 
-const recordRotatedToken = reusableQuery((db: Kysely<Schema>, row: { refresh_token_hash: string; session_id: string; expires_at: number }) =>
-  db.insertInto('rotated_refresh_tokens').values(row),
+const recordRotatedToken = reusableQuery(
+  (db: Kysely<Schema>, row: { refresh_token_hash: string; session_id: string; expires_at: number }) =>
+    db.insertInto('rotated_refresh_tokens').values(row),
 );
 
-export async function findSessionByRefreshToken(db: Kysely<Schema>, refreshToken: string): Promise<SessionRow | undefined> {
+export async function findSessionByRefreshToken(
+  db: Kysely<Schema>,
+  refreshToken: string,
+): Promise<SessionRow | undefined> {
   const refreshTokenHash = hashSecret(refreshToken);
   const [row] = await sessionByRefreshTokenHash(db, { hash: refreshTokenHash });
-  return row && { sessionId: row.session_id, userId: row.user_id, clientId: row.client_id, scope: row.scope, refreshExpiresAt: row.refresh_expires_at, refreshTokenHash };
+  return (
+    row && {
+      sessionId: row.session_id,
+      userId: row.user_id,
+      clientId: row.client_id,
+      scope: row.scope,
+      refreshExpiresAt: row.refresh_expires_at,
+      refreshTokenHash,
+    }
+  );
 }
 
 /**
@@ -185,7 +249,12 @@ const findAndRotate = reusableQuery((db: Kysely<Schema>, values: Omit<Rotation, 
       db
         .insertInto('rotated_refresh_tokens')
         .columns(['refresh_token_hash', 'session_id', 'expires_at'])
-        .expression((eb) => eb.selectFrom('old').innerJoin('rotated', 'rotated.session_id', 'old.session_id').select([eb.val(values.oldHash).as('refresh_token_hash'), 'old.session_id', 'old.refresh_expires_at'])),
+        .expression((eb) =>
+          eb
+            .selectFrom('old')
+            .innerJoin('rotated', 'rotated.session_id', 'old.session_id')
+            .select([eb.val(values.oldHash).as('refresh_token_hash'), 'old.session_id', 'old.refresh_expires_at']),
+        ),
     )
     .selectFrom('old')
     .innerJoin('rotated', 'rotated.session_id', 'old.session_id')
@@ -199,10 +268,21 @@ const findAndRotate = reusableQuery((db: Kysely<Schema>, values: Omit<Rotation, 
  * (authenticateClient, findSessionByRefreshToken, rotateSession), which sees the same state, as
  * this changed nothing.
  */
-export async function rotateByRefreshToken(db: Kysely<Schema>, refreshToken: string, client: ClientProof, now: number): Promise<IssuedTokens | undefined> {
+export async function rotateByRefreshToken(
+  db: Kysely<Schema>,
+  refreshToken: string,
+  client: ClientProof,
+  now: number,
+): Promise<IssuedTokens | undefined> {
   if (!writesInWith(db)) return undefined;
   const pair = newTokenPair(now);
-  const [row] = await findAndRotate(db, { oldHash: hashSecret(refreshToken), clientId: client.clientId, secretHash: client.secretHash, ...pair.row, now });
+  const [row] = await findAndRotate(db, {
+    oldHash: hashSecret(refreshToken),
+    clientId: client.clientId,
+    secretHash: client.secretHash,
+    ...pair.row,
+    now,
+  });
   return row && issuedTokens(row.session_id, pair, row.scope, now);
 }
 
@@ -211,15 +291,31 @@ export async function rotateByRefreshToken(db: Kysely<Schema>, refreshToken: str
  * (reuse detection), atomically. Resolves to undefined when that token was rotated concurrently
  * (it lost the race).
  */
-export async function rotateSession(db: Kysely<Schema>, session: SessionRow, now = Date.now()): Promise<IssuedTokens | undefined> {
+export async function rotateSession(
+  db: Kysely<Schema>,
+  session: SessionRow,
+  now = Date.now(),
+): Promise<IssuedTokens | undefined> {
   const pair = newTokenPair(now);
   const oldHash = session.refreshTokenHash;
   const rotated = writesInWith(db)
-    ? (await rotateAndRecord(db, { sessionId: session.sessionId, oldHash, oldExpiresAt: session.refreshExpiresAt, ...pair.row, now })).length > 0
+    ? (
+        await rotateAndRecord(db, {
+          sessionId: session.sessionId,
+          oldHash,
+          oldExpiresAt: session.refreshExpiresAt,
+          ...pair.row,
+          now,
+        })
+      ).length > 0
     : await db.transaction().execute(async (trx) => {
         const updated = await rotateTokens(trx, { sessionId: session.sessionId, oldHash, ...pair.row, now });
         if (updated.length === 0) return false;
-        await recordRotatedToken(trx, { refresh_token_hash: oldHash, session_id: session.sessionId, expires_at: session.refreshExpiresAt });
+        await recordRotatedToken(trx, {
+          refresh_token_hash: oldHash,
+          session_id: session.sessionId,
+          expires_at: session.refreshExpiresAt,
+        });
         return true;
       });
   return rotated ? issuedTokens(session.sessionId, pair, session.scope, now) : undefined;
@@ -231,7 +327,10 @@ export async function rotateSession(db: Kysely<Schema>, session: SessionRow, now
  * the use is noted.
  */
 const sessionByAccessTokenHash = reusableQuery((db: Kysely<Schema>, { hash }: { hash: string }) =>
-  db.selectFrom('sessions').select(['session_id', 'user_id', 'client_id', 'scope', 'access_expires_at', 'last_used_at']).where('access_token_hash', '=', hash),
+  db
+    .selectFrom('sessions')
+    .select(['session_id', 'user_id', 'client_id', 'scope', 'access_expires_at', 'last_used_at'])
+    .where('access_token_hash', '=', hash),
 );
 
 /** A session's scopes as a set, shared by every request of sessions with the same scope string (there are few). */
@@ -261,13 +360,26 @@ export interface AccessTokenCaller {
  * as the bearerAuth plugin's lookup. Notes the use of an unexpired token (see noteSessionUse),
  * without waiting for it: the answer does not depend on it, and a failure only leaves the time older.
  */
-export async function findAccessToken(db: Kysely<Schema>, accessToken: string, now: number, log?: { warn(object: object, message: string): void }): Promise<AccessTokenCaller | undefined> {
+export async function findAccessToken(
+  db: Kysely<Schema>,
+  accessToken: string,
+  now: number,
+  log?: { warn(object: object, message: string): void },
+): Promise<AccessTokenCaller | undefined> {
   const [row] = await sessionByAccessTokenHash(db, { hash: hashSecret(accessToken) });
   if (!row) return undefined;
   if (row.access_expires_at > now && (row.last_used_at === null || now - row.last_used_at >= LAST_USED_PRECISION_MS)) {
-    noteSessionUse(db, row.session_id, now).catch((err: unknown) => log?.warn({ err }, 'could not note when a session was last used'));
+    noteSessionUse(db, row.session_id, now).catch((err: unknown) =>
+      log?.warn({ err }, 'could not note when a session was last used'),
+    );
   }
-  return { sessionId: row.session_id, userId: row.user_id, clientId: row.client_id, scopes: scopeSet(row.scope), expiresAt: row.access_expires_at };
+  return {
+    sessionId: row.session_id,
+    userId: row.user_id,
+    clientId: row.client_id,
+    scopes: scopeSet(row.scope),
+    expiresAt: row.access_expires_at,
+  };
 }
 
 /** "Last used" on the account page is to the minute: a write at most once a minute per session, not one per request. */
@@ -292,7 +404,12 @@ function noteSessionUse(db: Kysely<Schema>, sessionId: string, now: number): Pro
  * would end the session anyway (reuse detection); here it also means a sign-out racing a
  * refresh still ends the session. Expired tokens end nothing. False when nothing matched.
  */
-export async function endSessionByToken(db: Kysely<Schema>, clientId: string, token: string, now = Date.now()): Promise<boolean> {
+export async function endSessionByToken(
+  db: Kysely<Schema>,
+  clientId: string,
+  token: string,
+  now = Date.now(),
+): Promise<boolean> {
   const hash = hashSecret(token);
   const current = await db
     .deleteFrom('sessions')
@@ -309,15 +426,26 @@ export async function endSessionByToken(db: Kysely<Schema>, clientId: string, to
     .deleteFrom('sessions')
     .where('client_id', '=', clientId)
     .where('session_id', 'in', (eb) =>
-      eb.selectFrom('rotated_refresh_tokens').select('session_id').where('refresh_token_hash', '=', hash).where('expires_at', '>', now),
+      eb
+        .selectFrom('rotated_refresh_tokens')
+        .select('session_id')
+        .where('refresh_token_hash', '=', hash)
+        .where('expires_at', '>', now),
     )
     .executeTakeFirst();
   return rotated.numDeletedRows > 0n;
 }
 
 /** The user and application of a session (for the security event about it). */
-export async function findSessionOwner(db: Kysely<Schema>, sessionId: string): Promise<{ userId: string; clientId: string } | undefined> {
-  const row = await db.selectFrom('sessions').select(['user_id', 'client_id']).where('session_id', '=', sessionId).executeTakeFirst();
+export async function findSessionOwner(
+  db: Kysely<Schema>,
+  sessionId: string,
+): Promise<{ userId: string; clientId: string } | undefined> {
+  const row = await db
+    .selectFrom('sessions')
+    .select(['user_id', 'client_id'])
+    .where('session_id', '=', sessionId)
+    .executeTakeFirst();
   return row && { userId: row.user_id, clientId: row.client_id };
 }
 
@@ -328,8 +456,17 @@ export async function endSession(db: Kysely<Schema>, sessionId: string): Promise
 }
 
 /** Ends one session of the user (never another user's); answers its application, or undefined when there was none. */
-export async function endSessionOfUser(db: Kysely<Schema>, userId: string, sessionId: string): Promise<{ clientId: string } | undefined> {
-  const row = await db.deleteFrom('sessions').where('session_id', '=', sessionId).where('user_id', '=', userId).returning('client_id').executeTakeFirst();
+export async function endSessionOfUser(
+  db: Kysely<Schema>,
+  userId: string,
+  sessionId: string,
+): Promise<{ clientId: string } | undefined> {
+  const row = await db
+    .deleteFrom('sessions')
+    .where('session_id', '=', sessionId)
+    .where('user_id', '=', userId)
+    .returning('client_id')
+    .executeTakeFirst();
   return row && { clientId: row.client_id };
 }
 
@@ -349,13 +486,26 @@ export async function endApplicationSessions(db: Kysely<Schema>, clientId: strin
  * Ends the sessions of an application that hold a scope outside `scopes` (and `common`, always
  * granted): after its registration was narrowed, no session keeps more than it may ask for.
  */
-export async function endApplicationSessionsBeyond(db: Kysely<Schema>, clientId: string, scopes: readonly string[]): Promise<number> {
+export async function endApplicationSessionsBeyond(
+  db: Kysely<Schema>,
+  clientId: string,
+  scopes: readonly string[],
+): Promise<number> {
   const allowed = new Set(['common', ...scopes]);
-  const rows = await db.selectFrom('sessions').select(['session_id', 'scope']).where('client_id', '=', clientId).execute();
-  const beyond = rows.filter((row) => row.scope.split(' ').some((scope) => scope !== '' && !allowed.has(scope))).map((row) => row.session_id);
+  const rows = await db
+    .selectFrom('sessions')
+    .select(['session_id', 'scope'])
+    .where('client_id', '=', clientId)
+    .execute();
+  const beyond = rows
+    .filter((row) => row.scope.split(' ').some((scope) => scope !== '' && !allowed.has(scope)))
+    .map((row) => row.session_id);
   let ended = 0;
   for (let i = 0; i < beyond.length; i += 500) {
-    const result = await db.deleteFrom('sessions').where('session_id', 'in', beyond.slice(i, i + 500)).executeTakeFirst();
+    const result = await db
+      .deleteFrom('sessions')
+      .where('session_id', 'in', beyond.slice(i, i + 500))
+      .executeTakeFirst();
     ended += Number(result.numDeletedRows);
   }
   return ended;

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { writesInWith } from '../db/dialect.ts';
-import { authenticateClient, clientProof, readCredentials, type Credentials } from './client-auth.ts';
 import { countTokenGrant } from '../http/metrics.ts';
+import { authenticateClient, type Credentials, clientProof, readCredentials } from './client-auth.ts';
 import { InvalidRequest, OAuthError, UnsupportedGrantType } from './errors.ts';
 import { authorizationCodeGrant, exchangeForAuthenticatedClient } from './grants/authorization-code.ts';
 import type { FoldedGrantContext, GrantContext } from './grants/context.ts';
@@ -36,7 +36,10 @@ const FOLDED_GRANTS: Record<string, FoldedGrant> = {
 };
 
 /** The grant's usual case as FOLDED_GRANTS runs it; undefined when there is none here or it did not happen. */
-async function foldedGrant(grantType: string, { credentials, ...context }: Omit<FoldedGrantContext, 'client'> & { credentials: Credentials }): Promise<IssuedTokens | undefined> {
+async function foldedGrant(
+  grantType: string,
+  { credentials, ...context }: Omit<FoldedGrantContext, 'client'> & { credentials: Credentials },
+): Promise<IssuedTokens | undefined> {
   const folded = Object.hasOwn(FOLDED_GRANTS, grantType) ? FOLDED_GRANTS[grantType] : undefined;
   if (!folded || !writesInWith(context.db)) return undefined;
   const client = clientProof(credentials);

@@ -18,7 +18,14 @@ export async function listUserSessions(db: Kysely<Schema>, userId: string, now =
   const rows = await db
     .selectFrom('sessions')
     .innerJoin('applications', 'applications.client_id', 'sessions.client_id')
-    .select(['sessions.session_id', 'sessions.client_id', 'applications.name', 'sessions.scope', 'sessions.created_at', 'sessions.last_used_at'])
+    .select([
+      'sessions.session_id',
+      'sessions.client_id',
+      'applications.name',
+      'sessions.scope',
+      'sessions.created_at',
+      'sessions.last_used_at',
+    ])
     .where('sessions.user_id', '=', userId)
     .where('sessions.refresh_expires_at', '>', now)
     .orderBy('sessions.created_at', 'desc')

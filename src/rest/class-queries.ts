@@ -1,5 +1,5 @@
-import { sql, type Kysely, type SelectQueryBuilder } from 'kysely';
-import { matchesContainsPattern, type Dialect } from '../db/dialect.ts';
+import { type Kysely, type SelectQueryBuilder, sql } from 'kysely';
+import { type Dialect, matchesContainsPattern } from '../db/dialect.ts';
 import { reusableQuery } from '../db/reusable-query.ts';
 import type { Schema } from '../db/schema.ts';
 import type { ClassDefinition, FilterCaller, Row } from './definition.ts';
@@ -39,7 +39,8 @@ export type ClassQueries = ReturnType<typeof classQueries>;
 export function classQueries(definition: ClassDefinition, kind: Dialect) {
   const idColumn = definition.id.column;
   const columns = selectedColumns(definition);
-  const columnOf = (property: string) => (property === definition.id.property ? idColumn : definition.properties[property]!.column);
+  const columnOf = (property: string) =>
+    property === definition.id.property ? idColumn : definition.properties[property]!.column;
   const mayBeUnused = CALLER_PARAMS;
   const table = definition.table;
   const { visible, changeable: changeableRows } = definition;
@@ -61,8 +62,14 @@ export function classQueries(definition: ClassDefinition, kind: Dialect) {
   // place (the row mapper and the JSON writer leave the property out for such a caller anyway): a
   // secret the caller may not see (a user's sealed private key, ~2.3 KB) is not read for nothing.
   // The reads of instances come in both forms: `page` and `byId`, and `…WithoutScoped`.
-  const scopedColumns = new Set(Object.values(definition.properties).flatMap((property) => (property.readScope === undefined ? [] : [property.column])));
-  const columnsWithoutScoped = columns.map((column) => (scopedColumns.has(column) ? sql<null>`null`.as(column) : column));
+  const scopedColumns = new Set(
+    Object.values(definition.properties).flatMap((property) =>
+      property.readScope === undefined ? [] : [property.column],
+    ),
+  );
+  const columnsWithoutScoped = columns.map((column) =>
+    scopedColumns.has(column) ? sql<null>`null`.as(column) : column,
+  );
   const pageOf = (selected: typeof columnsWithoutScoped) =>
     reusableQuery(
       (db, values: Params, form: ListForm) =>
@@ -75,20 +82,33 @@ export function classQueries(definition: ClassDefinition, kind: Dialect) {
       { mayBeUnused, formKey: listFormKey },
     );
   const byIdOf = (selected: typeof columnsWithoutScoped) =>
-    reusableQuery((db, values: Params) => visibleRows(db, callerOf(values)).select(selected).where(idColumn, '=', values.id as string), { mayBeUnused });
+    reusableQuery(
+      (db, values: Params) =>
+        visibleRows(db, callerOf(values))
+          .select(selected)
+          .where(idColumn, '=', values.id as string),
+      { mayBeUnused },
+    );
   const page = pageOf(columns);
   const byId = byIdOf(columns);
   const pageWithoutScoped = scopedColumns.size === 0 ? page : pageOf(columnsWithoutScoped);
   const byIdWithoutScoped = scopedColumns.size === 0 ? byId : byIdOf(columnsWithoutScoped);
-  const count = reusableQuery((db, values: Params, form: ListForm) => filtered(db, values, form.filters).select((eb) => eb.fn.countAll<number>().as('total')), {
-    mayBeUnused,
-    formKey: listFormKey,
-  });
+  const count = reusableQuery(
+    (db, values: Params, form: ListForm) =>
+      filtered(db, values, form.filters).select((eb) => eb.fn.countAll<number>().as('total')),
+    {
+      mayBeUnused,
+      formKey: listFormKey,
+    },
+  );
   const existing = reusableQuery(
     (db, values: Params) =>
       onClassTable(db)
         .selectFrom(table)
-        .select((eb) => [eb.ref(idColumn).as('id'), visible ? sql<boolean>`(${visible(eb, callerOf(values))})`.as('visible') : sql<number>`1`.as('visible')])
+        .select((eb) => [
+          eb.ref(idColumn).as('id'),
+          visible ? sql<boolean>`(${visible(eb, callerOf(values))})`.as('visible') : sql<number>`1`.as('visible'),
+        ])
         .where(idColumn, 'in', values.ids as readonly string[]),
     { mayBeUnused },
   );
@@ -114,7 +134,14 @@ export function classQueries(definition: ClassDefinition, kind: Dialect) {
   };
   // Row counts come from a small set (ClassStore's insertSize: INSERT_CHUNK or a power of two below it).
   const columnList = { formKey: (written: readonly string[]) => written.join(','), boundedLists: true };
-  const insert = reusableQuery((db, params: { values: readonly Value[] }, written: readonly string[]) => insertRows(db, params, written).returning(columns), columnList);
-  const insertOnly = reusableQuery((db, params: { values: readonly Value[] }, written: readonly string[]) => insertRows(db, params, written), columnList);
+  const insert = reusableQuery(
+    (db, params: { values: readonly Value[] }, written: readonly string[]) =>
+      insertRows(db, params, written).returning(columns),
+    columnList,
+  );
+  const insertOnly = reusableQuery(
+    (db, params: { values: readonly Value[] }, written: readonly string[]) => insertRows(db, params, written),
+    columnList,
+  );
   return { page, pageWithoutScoped, count, byId, byIdWithoutScoped, existing, changeable, insert, insertOnly };
 }

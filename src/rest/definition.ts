@@ -98,14 +98,21 @@ export interface ClassDefinition<Column extends string = string> {
 }
 
 /** A row condition on a table of the schema, its column names checked. */
-export type TableRowFilter<Table extends TableName> = (eb: ExpressionBuilder<Schema, Table>, caller: FilterCaller) => Expression<SqlBool>;
+export type TableRowFilter<Table extends TableName> = (
+  eb: ExpressionBuilder<Schema, Table>,
+  caller: FilterCaller,
+) => Expression<SqlBool>;
 
 /**
  * A class on a table of the schema: `table` and every column named (in properties, row filters,
  * timestamps and revision) are checked against src/db/schema.ts.
  */
 export function defineClass<Table extends TableName>(
-  definition: Omit<ClassDefinition<ColumnOf<Table>>, 'visible' | 'changeable'> & { table: Table; visible?: TableRowFilter<Table>; changeable?: TableRowFilter<Table> },
+  definition: Omit<ClassDefinition<ColumnOf<Table>>, 'visible' | 'changeable'> & {
+    table: Table;
+    visible?: TableRowFilter<Table>;
+    changeable?: TableRowFilter<Table>;
+  },
 ): ClassDefinition<ColumnOf<Table>> {
   return definition;
 }

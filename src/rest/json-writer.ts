@@ -38,24 +38,36 @@ export function instanceWriter(definition: ClassDefinition): InstanceWriter {
   const entries = Object.entries(definition.properties);
   const key = (name: string) => JSON.stringify(JSON.stringify(name));
   const value = (property: PropertyDefinition, index: number) =>
-    property.toJson ? `convert[${index}](values[${index + 1}]${property.toJson.length > 1 ? ', asRow(values)' : ''})` : `values[${index + 1}]`;
+    property.toJson
+      ? `convert[${index}](values[${index + 1}]${property.toJson.length > 1 ? ', asRow(values)' : ''})`
+      : `values[${index + 1}]`;
   const written = (kind: string | undefined, index: number, expression: string) => {
     if (kind === 'string') return `(typeof (v = ${expression}) === 'string' ? jsonString(v) : fallback[${index}](v))`;
     // The serializer tries a union's members one by one with a validator: a plain check here.
-    if (kind === 'string or null') return `(typeof (v = ${expression}) === 'string' ? jsonString(v) : v === null ? 'null' : fallback[${index}](v))`;
+    if (kind === 'string or null')
+      return `(typeof (v = ${expression}) === 'string' ? jsonString(v) : v === null ? 'null' : fallback[${index}](v))`;
     if (kind === 'integer') return `(Number.isInteger(v = ${expression}) ? '' + v : fallback[${index}](v))`;
     return `fallback[${index}](${expression})`;
   };
   const kindOf = (schema: unknown): string | undefined => {
     const { type, anyOf } = schema as { type?: unknown; anyOf?: Array<{ type?: unknown }> };
-    if (anyOf?.length === 2 && anyOf.some((member) => member.type === 'string') && anyOf.some((member) => member.type === 'null')) return 'string or null';
+    if (
+      anyOf?.length === 2 &&
+      anyOf.some((member) => member.type === 'string') &&
+      anyOf.some((member) => member.type === 'null')
+    )
+      return 'string or null';
     return type as string | undefined;
   };
   const idSchema = { type: 'string' } as const;
-  const statements = [`let v; let out = '{' + ${key(definition.id.property)} + ':' + ${written('string', entries.length, 'values[0]')};`];
+  const statements = [
+    `let v; let out = '{' + ${key(definition.id.property)} + ':' + ${written('string', entries.length, 'values[0]')};`,
+  ];
   const conditional: string[] = [];
   for (const [index, [name, property]] of entries.entries()) {
-    const text = property.toJsonText ? `toJsonText[${index}](values[${index + 1}])` : written(kindOf(property.schema), index, value(property, index));
+    const text = property.toJsonText
+      ? `toJsonText[${index}](values[${index + 1}])`
+      : written(kindOf(property.schema), index, value(property, index));
     const part = `out += ',' + ${key(name)} + ':' + ${text};`;
     const conditions = [
       ...(property.readScope !== undefined ? [`caller.scopes.has(readScope[${index}])`] : []),
@@ -68,7 +80,8 @@ export function instanceWriter(definition: ClassDefinition): InstanceWriter {
   statements.push(...conditional);
   const code = `return function writeInstance(values, caller) { ${statements.join(' ')} return out + '}'; };`;
   const make = new Function('convert', 'toJsonText', 'readScope', 'shownWhen', 'asRow', 'fallback', 'jsonString', code);
-  const asRow = (values: readonly unknown[]) => Object.fromEntries(columns.map((column, index) => [column, values[index]]));
+  const asRow = (values: readonly unknown[]) =>
+    Object.fromEntries(columns.map((column, index) => [column, values[index]]));
   // The serializer of each property's own schema, and last the id's.
   const fallback = [...entries.map(([, property]) => fastJson(property.schema as never)), fastJson(idSchema)];
   return make(

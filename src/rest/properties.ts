@@ -3,25 +3,37 @@ import type { PropertyDefinition } from './definition.ts';
 
 /** Property helpers, so a class file reads as a list of fields. */
 
-export const uuidProperty = <Column extends string>(column: Column, options: Partial<Omit<PropertyDefinition, 'column'>> = {}): PropertyDefinition<Column> => ({
+export const uuidProperty = <Column extends string>(
+  column: Column,
+  options: Partial<Omit<PropertyDefinition, 'column'>> = {},
+): PropertyDefinition<Column> => ({
   column,
   schema: Type.String({ format: 'uuid' }),
   fromJson: (value: string) => value.toLowerCase(),
   ...options,
 });
 
-export const textProperty = <Column extends string>(column: Column, options: Partial<Omit<PropertyDefinition, 'column'>> & { minLength?: number; maxLength?: number } = {}): PropertyDefinition<Column> => {
+export const textProperty = <Column extends string>(
+  column: Column,
+  options: Partial<Omit<PropertyDefinition, 'column'>> & { minLength?: number; maxLength?: number } = {},
+): PropertyDefinition<Column> => {
   const { minLength, maxLength = 10_000, ...rest } = options;
   return { column, schema: Type.String({ ...(minLength !== undefined && { minLength }), maxLength }), ...rest };
 };
 
-export const nullableTextProperty = <Column extends string>(column: Column, options: Partial<Omit<PropertyDefinition, 'column'>> = {}): PropertyDefinition<Column> => ({
+export const nullableTextProperty = <Column extends string>(
+  column: Column,
+  options: Partial<Omit<PropertyDefinition, 'column'>> = {},
+): PropertyDefinition<Column> => ({
   column,
   schema: Type.Union([Type.String(), Type.Null()]),
   ...options,
 });
 
-export const integerProperty = <Column extends string>(column: Column, options: Partial<Omit<PropertyDefinition, 'column'>> = {}): PropertyDefinition<Column> => ({
+export const integerProperty = <Column extends string>(
+  column: Column,
+  options: Partial<Omit<PropertyDefinition, 'column'>> = {},
+): PropertyDefinition<Column> => ({
   column,
   schema: Type.Integer(),
   ...options,
@@ -71,7 +83,10 @@ function isoJsonText(ms: number): string {
 }
 
 /** Stored as epoch milliseconds; shown as an ISO 8601 UTC string. Never writable. */
-export const timestampProperty = <Column extends string>(column: Column, options: Partial<Omit<PropertyDefinition, 'column'>> = {}): PropertyDefinition<Column> => ({
+export const timestampProperty = <Column extends string>(
+  column: Column,
+  options: Partial<Omit<PropertyDefinition, 'column'>> = {},
+): PropertyDefinition<Column> => ({
   column,
   schema: Type.String({ format: 'date-time' }),
   toJson: (value: number | null) => (value === null ? null : isoFromMillis(Number(value))),
@@ -79,6 +94,9 @@ export const timestampProperty = <Column extends string>(column: Column, options
   toJsonText: (value: number | null) => (value === null ? '""' : isoJsonText(Number(value))),
   ...options,
   // A conversion or a schema of the class's own makes this text wrong: the writer then uses those.
-  ...((options.toJson || (options.schema && (options.schema as { type?: unknown }).type !== 'string')) && !options.toJsonText ? { toJsonText: undefined } : {}),
+  ...((options.toJson || (options.schema && (options.schema as { type?: unknown }).type !== 'string')) &&
+  !options.toJsonText
+    ? { toJsonText: undefined }
+    : {}),
   writable: false,
 });

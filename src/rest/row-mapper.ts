@@ -20,12 +20,15 @@ export function rowMapper(definition: ClassDefinition): RowMapper {
   const columns = selectedColumns(definition);
   const entries = Object.entries(definition.properties);
   // In an object literal, "__proto__" would set the prototype instead of a property.
-  if ([definition.id.property, ...Object.keys(definition.properties)].includes('__proto__')) throw new Error(`${definition.name}: no property may be named __proto__`);
+  if ([definition.id.property, ...Object.keys(definition.properties)].includes('__proto__'))
+    throw new Error(`${definition.name}: no property may be named __proto__`);
   const key = (text: string) => JSON.stringify(text);
   // Property `index` is column `index + 1` (the id is column 0).
   // A conversion that reads the other columns (toJson with a second parameter) gets the row as an object.
   const value = (property: PropertyDefinition, index: number) =>
-    property.toJson ? `convert[${index}](values[${index + 1}]${property.toJson.length > 1 ? ', asRow(values)' : ''})` : `values[${index + 1}]`;
+    property.toJson
+      ? `convert[${index}](values[${index + 1}]${property.toJson.length > 1 ? ', asRow(values)' : ''})`
+      : `values[${index + 1}]`;
   const literal = [`${key(definition.id.property)}: values[0]`];
   const after: string[] = [];
   for (const [index, [name, property]] of entries.entries()) {
@@ -43,7 +46,8 @@ export function rowMapper(definition: ClassDefinition): RowMapper {
   }
   const code = `return function rowToJson(values, caller) { const out = { ${literal.join(', ')} }; ${after.join(' ')} return out; };`;
   const make = new Function('convert', 'readScope', 'shownWhen', 'asRow', code);
-  const asRow = (values: readonly unknown[]): Row => Object.fromEntries(columns.map((column, index) => [column, values[index]]));
+  const asRow = (values: readonly unknown[]): Row =>
+    Object.fromEntries(columns.map((column, index) => [column, values[index]]));
   return make(
     entries.map(([, property]) => property.toJson),
     entries.map(([, property]) => property.readScope),

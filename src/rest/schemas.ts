@@ -1,4 +1,4 @@
-import { Type, type TSchema } from 'typebox';
+import { type TSchema, Type } from 'typebox';
 import type { ClassDefinition } from './definition.ts';
 
 export const MAX_PAGE_SIZE = 250;
@@ -44,7 +44,8 @@ export function bulkDeleteSchema(definition: ClassDefinition) {
 
 export function listQuerySchema(definition: ClassDefinition) {
   const filters: Record<string, TSchema> = {};
-  for (const name of Object.keys(definition.filters ?? {})) filters[name] = Type.Optional(Type.String({ maxLength: 200 }));
+  for (const name of Object.keys(definition.filters ?? {}))
+    filters[name] = Type.Optional(Type.String({ maxLength: 200 }));
   return Type.Object(
     {
       pageSize: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, default: MAX_PAGE_SIZE })),
@@ -68,7 +69,10 @@ export function listSchema(definition: ClassDefinition) {
 }
 
 export function writeResultSchema(definition: ClassDefinition) {
-  return Type.Object({ created: Type.Array(instanceSchema(definition)), updated: Type.Array(instanceSchema(definition)) });
+  return Type.Object({
+    created: Type.Array(instanceSchema(definition)),
+    updated: Type.Array(instanceSchema(definition)),
+  });
 }
 
 export const idParamsSchema = Type.Object({ id: Type.String() });

@@ -1,16 +1,23 @@
-import { sql, type Kysely, type Transaction } from 'kysely';
-import { BatchWriterUnavailable, type BatchStatement } from '../db/sqlite-thread.ts';
+import { type Kysely, sql, type Transaction } from 'kysely';
 import type { Database } from '../db/connection.ts';
 import { containsPattern, dialectOf } from '../db/dialect.ts';
 import { isUniqueViolation } from '../db/errors.ts';
 import { lockKeys } from '../db/locks.ts';
 import type { Schema } from '../db/schema.ts';
+import { type BatchStatement, BatchWriterUnavailable } from '../db/sqlite-thread.ts';
 import { ApiError, badRequest, forbidden, notFound } from '../http/errors.ts';
 import { isUuid, normalizeUuid, uuidv7 } from '../http/uuid.ts';
-import { classQueries, onClassTable, type ClassQueries, type ListForm, type Params, type Value } from './class-queries.ts';
+import {
+  type ClassQueries,
+  classQueries,
+  type ListForm,
+  onClassTable,
+  type Params,
+  type Value,
+} from './class-queries.ts';
 import type { Caller, ClassDefinition, FilterCaller, PropertyDefinition, Row } from './definition.ts';
-import { instanceWriter, type InstanceWriter } from './json-writer.ts';
-import { rowMapper, selectedColumns, type RowMapper } from './row-mapper.ts';
+import { type InstanceWriter, instanceWriter } from './json-writer.ts';
+import { type RowMapper, rowMapper, selectedColumns } from './row-mapper.ts';
 
 export interface ListQuery {
   pageSize: number;
@@ -30,7 +37,8 @@ const MAX_ID_LIST = 512;
 const LONE_SURROGATE = /\p{Cs}/u;
 
 /** A property's value as given in JSON, as its column stores it. */
-const fromJson = (property: PropertyDefinition, value: unknown): unknown => (property.fromJson && value !== null ? property.fromJson(value) : value);
+const fromJson = (property: PropertyDefinition, value: unknown): unknown =>
+  property.fromJson && value !== null ? property.fromJson(value) : value;
 
 /** Lets the event loop serve what is waiting (reads, on SQLite a synchronous driver) before going on. */
 const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -88,7 +96,9 @@ export class ClassStore {
     this.mapRow = rowMapper(definition);
     this.writeInstance = instanceWriter(definition);
     this.queries = classQueries(definition, dialectOf(database.db));
-    this.readScopes = Object.values(definition.properties).flatMap((property) => (property.readScope === undefined ? [] : [property.readScope]));
+    this.readScopes = Object.values(definition.properties).flatMap((property) =>
+      property.readScope === undefined ? [] : [property.readScope],
+    );
     this.writable = Object.entries(definition.properties).filter(([, property]) => property.writable);
   }
 
@@ -129,7 +139,13 @@ export class ClassStore {
    * V8's slow path (DefineNamedOwnIC), ~4,000 instructions a single GET (issue 21, callgrind).
    */
   private idParams(caller: Caller, id: string): Params {
-    return { userId: caller.userId, clientId: caller.clientId, sessionId: caller.sessionId, now: Date.now(), id: normalizeUuid(id) };
+    return {
+      userId: caller.userId,
+      clientId: caller.clientId,
+      sessionId: caller.sessionId,
+      now: Date.now(),
+      id: normalizeUuid(id),
+    };
   }
 
   /** Whether the caller has every read scope of the class's properties; if not, its reads leave their columns out (class-queries.ts). */
@@ -148,11 +164,22 @@ export class ClassStore {
     for (const [index, name] of filters.entries()) {
       const value = query.filters[name]!;
       if (this.definition.filters?.[name] === 'substring') params[`filter${index}`] = containsPattern(value);
-      else params[`filter${index}`] = (this.definition.properties[name]?.fromJson ? this.convert(name, value) : value) as Value;
+      else
+        params[`filter${index}`] = (
+          this.definition.properties[name]?.fromJson ? this.convert(name, value) : value
+        ) as Value;
     }
-    const form: ListForm = { filters, sortColumn: this.columnOf(query.sortedColumn), direction: query.sortDirection === 'descending' ? 'desc' : 'asc' };
+    const form: ListForm = {
+      filters,
+      sortColumn: this.columnOf(query.sortedColumn),
+      direction: query.sortDirection === 'descending' ? 'desc' : 'asc',
+    };
     const offset = (query.page - 1) * query.pageSize;
-    const rows = await (this.readsAll(caller) ? this.queries.page : this.queries.pageWithoutScoped).arrays(this.database, { ...params, limit: query.pageSize, offset }, form);
+    const rows = await (this.readsAll(caller) ? this.queries.page : this.queries.pageWithoutScoped).arrays(
+      this.database,
+      { ...params, limit: query.pageSize, offset },
+      form,
+    );
     // A page that is neither full nor past the end is the last one: it tells the total without a count.
     if (rows.length < query.pageSize && (rows.length > 0 || offset === 0)) return { total: offset + rows.length, rows };
     const [counted] = await this.queries.count(this.db, params, form);
@@ -184,10 +211,14 @@ export class ClassStore {
    */
   async save(caller: Caller, items: Row[]): Promise<{ created: Row[]; updated: Row[] }> {
     const idProperty = this.idProperty;
-    const ids = items.map((item) => item[idProperty]).filter((id): id is string => typeof id === 'string').map(normalizeUuid);
+    const ids = items
+      .map((item) => item[idProperty])
+      .filter((id): id is string => typeof id === 'string')
+      .map(normalizeUuid);
     const givenIds = new Set(ids);
     const repeated = givenIds.size === ids.length ? undefined : ids.find((id, index) => ids.indexOf(id) !== index);
-    if (repeated) throw badRequest(`${idProperty} ${repeated} appears twice in the request`, { [idProperty]: repeated });
+    if (repeated)
+      throw badRequest(`${idProperty} ${repeated} appears twice in the request`, { [idProperty]: repeated });
     const written = await this.createOffThread(caller, items, ids);
     if (written) return { created: written, updated: [] };
     const result = await this.transaction(async (db) => {
@@ -204,7 +235,11 @@ export class ClassStore {
       // Ids that exist but the caller may not see are 404: to the caller they do not exist, and cannot be taken.
       const hidden = creates.find((row) => found.get(row[this.idColumn] as string) === false);
       if (hidden) throw this.notFound([hidden[this.idColumn] as string]);
-      await this.checkChangeable(db, caller, updates.map(({ id }) => id));
+      await this.checkChangeable(
+        db,
+        caller,
+        updates.map(({ id }) => id),
+      );
       const updated: Row[] = [];
       for (const [index, { id, item }] of updates.entries()) {
         if (index > 0 && index % UPDATE_CHUNK === 0) await yieldToEventLoop();
@@ -276,7 +311,10 @@ export class ClassStore {
    * as existing once that request commits (an update, or 404 when hidden) instead of failing its insert.
    */
   private lockIds(db: Transaction<Schema>, ids: string[]): Promise<void> {
-    return lockKeys(db, ids.map((id) => `${this.definition.table}:${id}`));
+    return lockKeys(
+      db,
+      ids.map((id) => `${this.definition.table}:${id}`),
+    );
   }
 
   /**
@@ -289,7 +327,8 @@ export class ClassStore {
     if (ids.length === 0) return found;
     const params = this.callerParams(caller);
     for (const list of idLists(ids)) {
-      for (const row of await this.queries.existing(db, { ...params, ids: list })) found.set(row.id as string, Boolean(row.visible));
+      for (const row of await this.queries.existing(db, { ...params, ids: list }))
+        found.set(row.id as string, Boolean(row.visible));
     }
     return found;
   }
@@ -299,7 +338,8 @@ export class ClassStore {
     this.checkBodyId(id, body);
     return this.transaction(async (db) => {
       await this.lockIds(db, [normalizeUuid(id)]);
-      if (await this.existing(db, caller, normalizeUuid(id))) return { created: false, row: await this.update(db, caller, normalizeUuid(id), body, 'replace') };
+      if (await this.existing(db, caller, normalizeUuid(id)))
+        return { created: false, row: await this.update(db, caller, normalizeUuid(id), body, 'replace') };
       return { created: true, row: await this.create(db, caller, normalizeUuid(id), body) };
     });
   }
@@ -330,7 +370,9 @@ export class ClassStore {
 
   private notFound(ids: string[]): ApiError {
     const noun = this.definition.name.toLowerCase();
-    return notFound(ids.length === 1 ? `No ${noun} ${ids[0]}` : `No ${noun} with these ids: ${ids.join(', ')}`, { [this.idProperty]: ids });
+    return notFound(ids.length === 1 ? `No ${noun} ${ids[0]}` : `No ${noun} with these ids: ${ids.join(', ')}`, {
+      [this.idProperty]: ids,
+    });
   }
 
   private checkBodyId(id: string, body: Row): void {
@@ -351,8 +393,10 @@ export class ClassStore {
     if (!this.definition.changeable || ids.length === 0) return;
     const params = this.callerParams(caller);
     const allowed = new Set<unknown>();
-    for (const list of idLists(ids)) for (const row of await this.queries.changeable(db, { ...params, ids: list })) allowed.add(row[this.idColumn]);
-    if (ids.some((id) => !allowed.has(id))) throw forbidden(`You may not change this ${this.definition.name.toLowerCase()}`);
+    for (const list of idLists(ids))
+      for (const row of await this.queries.changeable(db, { ...params, ids: list })) allowed.add(row[this.idColumn]);
+    if (ids.some((id) => !allowed.has(id)))
+      throw forbidden(`You may not change this ${this.definition.name.toLowerCase()}`);
   }
 
   private convert(name: string, value: unknown): unknown {
@@ -377,7 +421,9 @@ export class ClassStore {
   /** The columns of a new instance: written values, defaults, owner, timestamps and revision. */
   private newRow(caller: Caller, id: string | undefined, body: Row, index?: number): Row {
     if (this.definition.operations?.create === false) {
-      throw id ? this.notFound([id]) : new ApiError(405, `${this.definition.name} instances cannot be created through the API`);
+      throw id
+        ? this.notFound([id])
+        : new ApiError(405, `${this.definition.name} instances cannot be created through the API`);
     }
     const where = index === undefined ? '' : ` (item ${index})`;
     const values: Row = {};
@@ -386,7 +432,8 @@ export class ClassStore {
     for (const [name, property] of this.writable) {
       if (property.column in values) continue;
       if (property.default) values[property.column] = property.default(caller);
-      else if (property.required) throw badRequest(`Missing required property ${name}${where}`, { property: name, index });
+      else if (property.required)
+        throw badRequest(`Missing required property ${name}${where}`, { property: name, index });
     }
     const now = Date.now();
     const { timestamps, revision, onCreate } = this.definition;
@@ -416,7 +463,8 @@ export class ClassStore {
         const byId = new Map(answered.map((row) => [row[this.idColumn], row]));
         for (const row of chunk) {
           const inserted = byId.get(row[this.idColumn]);
-          if (!inserted) throw new Error(`${this.definition.name}: the INSERT of ${String(row[this.idColumn])} answered no row`);
+          if (!inserted)
+            throw new Error(`${this.definition.name}: the INSERT of ${String(row[this.idColumn])} answered no row`);
           stored.push(inserted);
         }
       }
@@ -445,7 +493,10 @@ export class ClassStore {
    * missing, or a lone surrogate, stored as the driver encodes it). `plain`: strings, numbers and
    * nulls only (a Buffer, say, would reach another thread as a Uint8Array).
    */
-  private rowValues(rows: Row[], columns: string[]): { values: Value[]; readBack: boolean; plain: boolean } | undefined {
+  private rowValues(
+    rows: Row[],
+    columns: string[],
+  ): { values: Value[]; readBack: boolean; plain: boolean } | undefined {
     const values: Value[] = [];
     let readBack = !this.columns.every((column) => columns.includes(column));
     let plain = true;
@@ -464,14 +515,27 @@ export class ClassStore {
     return { values, readBack, plain };
   }
 
-  private async update(db: Kysely<Schema>, caller: Caller, id: string, body: Row, mode: 'merge' | 'replace'): Promise<Row> {
+  private async update(
+    db: Kysely<Schema>,
+    caller: Caller,
+    id: string,
+    body: Row,
+    mode: 'merge' | 'replace',
+  ): Promise<Row> {
     await this.checkChangeable(db, caller, [id]);
     return this.applyUpdate(db, caller, id, body, mode);
   }
 
   /** Applies the update and answers the row as stored. */
-  private async applyUpdate(db: Kysely<Schema>, caller: Caller, id: string, body: Row, mode: 'merge' | 'replace'): Promise<Row> {
-    if (this.definition.operations?.update === false) throw new ApiError(405, `${this.definition.name} instances cannot be changed`);
+  private async applyUpdate(
+    db: Kysely<Schema>,
+    caller: Caller,
+    id: string,
+    body: Row,
+    mode: 'merge' | 'replace',
+  ): Promise<Row> {
+    if (this.definition.operations?.update === false)
+      throw new ApiError(405, `${this.definition.name} instances cannot be changed`);
     const values: Row = this.writtenColumns(caller, body, mode);
     const { timestamps, revision } = this.definition;
     if (timestamps?.updated) values[timestamps.updated] = Date.now();
@@ -482,7 +546,14 @@ export class ClassStore {
       if (!row) throw this.notFound([id]);
       return row;
     }
-    const [row] = await this.write(() => onClassTable(db).updateTable(this.definition.table).set(values).where(this.idColumn, '=', id).returning(this.columns).execute());
+    const [row] = await this.write(() =>
+      onClassTable(db)
+        .updateTable(this.definition.table)
+        .set(values)
+        .where(this.idColumn, '=', id)
+        .returning(this.columns)
+        .execute(),
+    );
     if (!row) throw this.notFound([id]);
     return row;
   }
@@ -497,7 +568,8 @@ export class ClassStore {
 
   /** What a failed write is answered: 409 for a value already taken, the error itself otherwise. */
   private writeError(error: unknown): unknown {
-    if (isUniqueViolation(error)) return new ApiError(409, `That value is already taken by another ${this.definition.name.toLowerCase()}`);
+    if (isUniqueViolation(error))
+      return new ApiError(409, `That value is already taken by another ${this.definition.name.toLowerCase()}`);
     return error;
   }
 

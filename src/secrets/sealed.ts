@@ -25,7 +25,13 @@ export class Secrets {
     const cipher = createCipheriv('aes-256-gcm', this.#key, iv);
     cipher.setAAD(Buffer.from(context, 'utf8'));
     const ciphertext = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
-    return ['v1', this.keyId, iv.toString('base64url'), ciphertext.toString('base64url'), cipher.getAuthTag().toString('base64url')].join('.');
+    return [
+      'v1',
+      this.keyId,
+      iv.toString('base64url'),
+      ciphertext.toString('base64url'),
+      cipher.getAuthTag().toString('base64url'),
+    ].join('.');
   }
 
   /** The plaintext, or undefined when the value is not one sealed by this key for this context. */

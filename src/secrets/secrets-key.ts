@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { closeSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { ConfigError, parseSecretsKey, type Config } from '../config.ts';
+import { type Config, ConfigError, parseSecretsKey } from '../config.ts';
 
 /** The key file's name, in the folder of the SQLite database, when SECRETS_KEY is unset. */
 export const SECRETS_KEY_FILE = 'secrets.key';
@@ -10,7 +10,10 @@ export const SECRETS_KEY_FILE = 'secrets.key';
  * Where the secrets key comes from: SECRETS_KEY, a file generated beside the SQLite database (its
  * path), or nowhere lasting (an in-memory database, whose rows vanish with the process anyway).
  */
-export type SecretsKeySource = { kind: 'environment' } | { kind: 'file'; path: string; created: boolean } | { kind: 'ephemeral' };
+export type SecretsKeySource =
+  | { kind: 'environment' }
+  | { kind: 'file'; path: string; created: boolean }
+  | { kind: 'ephemeral' };
 
 /** The file holding the key of a SQLite database (whether it exists yet or not). */
 export function secretsKeyFile(databasePath: string): string {
@@ -31,7 +34,8 @@ export function loadSecretsKey(config: Config): { key: Buffer; source: SecretsKe
     );
   }
   const databasePath = config.database.path;
-  if (databasePath === ':memory:' || databasePath === '') return { key: randomBytes(32), source: { kind: 'ephemeral' } };
+  if (databasePath === ':memory:' || databasePath === '')
+    return { key: randomBytes(32), source: { kind: 'ephemeral' } };
   const path = secretsKeyFile(databasePath);
   mkdirSync(dirname(path), { recursive: true });
   const created = randomBytes(32);
@@ -45,7 +49,8 @@ export function loadSecretsKey(config: Config): { key: Buffer; source: SecretsKe
     }
     return { key: created, source: { kind: 'file', path, created: true } };
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw new ConfigError(`cannot create the secrets key file ${path}: ${(error as Error).message}`);
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST')
+      throw new ConfigError(`cannot create the secrets key file ${path}: ${(error as Error).message}`);
   }
   let text = '';
   // The process that created it may not have written it yet.

@@ -9,19 +9,25 @@ import {
   turnTwoStepOn,
   twoStepSetupSecret,
 } from '../accounts/account-service.ts';
-import { findAccount, type Account } from '../accounts/accounts.ts';
-import { codeStep, passwordStep, type Limited, type Wrong } from '../accounts/sign-in.ts';
+import { type Account, findAccount } from '../accounts/accounts.ts';
+import { codeStep, type Limited, passwordStep, type Wrong } from '../accounts/sign-in.ts';
 import { totpUri } from '../accounts/totp.ts';
 import { listTrustedDevices } from '../accounts/trusted-devices.ts';
 import { isUuid, normalizeUuid } from '../http/uuid.ts';
-import { SCOPES, isScope, scopeList } from '../oauth/scopes.ts';
+import { isScope, SCOPES, scopeList } from '../oauth/scopes.ts';
 import { listUserSessions } from '../oauth/user-sessions.ts';
+import { returnAfterSignIn } from './apps-pages.ts';
 import { registerEmailChange } from './email-change.ts';
 import { field as formField, sendPage, tooManyAttempts, wrongCodeMessage } from './pages.ts';
 import { PASSKEY_NOTICES, passkeyAccountRoutes, passkeySectionView, passkeySignInView } from './passkey-pages.ts';
 import { signInContext } from './sign-in.ts';
-import { endWebSession, forgetWebSession, readWebSession, startBrowserSignIn, type WebSession } from './web-sessions.ts';
-import { returnAfterSignIn } from './apps-pages.ts';
+import {
+  endWebSession,
+  forgetWebSession,
+  readWebSession,
+  startBrowserSignIn,
+  type WebSession,
+} from './web-sessions.ts';
 
 const ACCOUNT = '/account';
 const SIGN_IN = '/account/sign-in';
@@ -35,16 +41,21 @@ const field = (request: FormRequest, name: string): string => formField(request.
 const NOTICES: Record<string, string> = {
   'session-ended': 'The application was signed out. It has to ask you again to use your account.',
   'trust-ended': 'That device will be asked for a two-step code at its next sign-in.',
-  'password-changed': 'Your password was changed. Every application and every other browser was signed out, and no device is trusted any more.',
-  'two-step-on': 'Two-step verification is on. Signing in now needs a code from your authenticator app, or one of the backup codes below.',
+  'password-changed':
+    'Your password was changed. Every application and every other browser was signed out, and no device is trusted any more.',
+  'two-step-on':
+    'Two-step verification is on. Signing in now needs a code from your authenticator app, or one of the backup codes below.',
   'two-step-off': 'Two-step verification is off.',
-  'email-link-sent': 'We sent a link to the new address. Your e-mail address changes when you open it (within 24 hours).',
+  'email-link-sent':
+    'We sent a link to the new address. Your e-mail address changes when you open it (within 24 hours).',
   'backup-codes-new': 'You have a new set of backup codes. The old ones no longer work.',
   ...PASSKEY_NOTICES,
 };
 
 /** Errors shown in the section of the form that caused them. */
-type SectionErrors = Partial<Record<'sessions' | 'devices' | 'password' | 'twoStep' | 'backupCodes' | 'passkeys' | 'email', string>>;
+type SectionErrors = Partial<
+  Record<'sessions' | 'devices' | 'password' | 'twoStep' | 'backupCodes' | 'passkeys' | 'email', string>
+>;
 
 const formatTime = (ms: number) => new Date(ms).toISOString().slice(0, 16).replace('T', ' ') + ' UTC';
 
@@ -60,7 +71,11 @@ export async function accountPages(web: FastifyInstance): Promise<void> {
 
   /** A refused password or code, as the sentence shown next to its input, and its status. */
   const refusal = (reply: FastifyReply, outcome: Wrong | Limited, what: 'password' | 'code'): [string, number] => {
-    if (outcome.kind === 'limited') return [tooManyAttempts(reply, what === 'password' ? 'failed sign-ins' : 'wrong codes', outcome.retryAfterMs), 429];
+    if (outcome.kind === 'limited')
+      return [
+        tooManyAttempts(reply, what === 'password' ? 'failed sign-ins' : 'wrong codes', outcome.retryAfterMs),
+        429,
+      ];
     return [what === 'password' ? 'The current password is not right.' : wrongCodeMessage(outcome), 401];
   };
 
@@ -75,14 +90,30 @@ export async function accountPages(web: FastifyInstance): Promise<void> {
     return { session, account };
   }
 
-  async function showAccount(reply: FastifyReply, session: WebSession, account: Account, options: { notice?: string; errors?: SectionErrors; status?: number } = {}) {
+  async function showAccount(
+    reply: FastifyReply,
+    session: WebSession,
+    account: Account,
+    options: { notice?: string; errors?: SectionErrors; status?: number } = {},
+  ) {
     let setup: { uri: string; qrSvg: string } | undefined;
     if (account.totpSecret === null) {
       const uri = totpUri(await twoStepSetupSecret(context(reply.request), session), account.username);
-      setup = { uri, qrSvg: await (await import('qrcode')).default.toString(uri, { type: 'svg', margin: 2, errorCorrectionLevel: 'M' }) };
+      setup = {
+        uri,
+        qrSvg: await (await import('qrcode')).default.toString(uri, {
+          type: 'svg',
+          margin: 2,
+          errorCorrectionLevel: 'M',
+        }),
+      };
     }
-    const backupCodes = account.totpSecret === null ? undefined : await backupCodesOnPage({ db: db() }, account, session);
-    const [sessions, devices] = await Promise.all([listUserSessions(db(), account.userId), listTrustedDevices(db(), account.userId)]);
+    const backupCodes =
+      account.totpSecret === null ? undefined : await backupCodesOnPage({ db: db() }, account, session);
+    const [sessions, devices] = await Promise.all([
+      listUserSessions(db(), account.userId),
+      listTrustedDevices(db(), account.userId),
+    ]);
     return sendPage(
       reply,
       'account',
@@ -100,7 +131,12 @@ export async function accountPages(web: FastifyInstance): Promise<void> {
           lastUsed: s.lastUsedAt === null ? undefined : formatTime(s.lastUsedAt),
           lastUsedIso: s.lastUsedAt === null ? undefined : new Date(s.lastUsedAt).toISOString(),
         })),
-        devices: devices.map((d, index) => ({ trustId: d.trustId, label: `Device ${devices.length - index}`, since: formatTime(d.createdAt), sinceIso: new Date(d.createdAt).toISOString() })),
+        devices: devices.map((d, index) => ({
+          trustId: d.trustId,
+          label: `Device ${devices.length - index}`,
+          since: formatTime(d.createdAt),
+          sinceIso: new Date(d.createdAt).toISOString(),
+        })),
         twoStepOn: account.totpSecret !== null,
         setup,
         backupCodes,
@@ -110,10 +146,17 @@ export async function accountPages(web: FastifyInstance): Promise<void> {
     );
   }
 
-  registerEmailChange(web, { signedIn, showEmailError: (reply, current, message, status) => showAccount(reply, current.session, current.account, { errors: { email: message }, status }) });
+  registerEmailChange(web, {
+    signedIn,
+    showEmailError: (reply, current, message, status) =>
+      showAccount(reply, current.session, current.account, { errors: { email: message }, status }),
+  });
 
   const backToAccount = (reply: FastifyReply, done: keyof typeof NOTICES | undefined) =>
-    reply.code(303).header('location', done ? `${ACCOUNT}?done=${done}` : ACCOUNT).send();
+    reply
+      .code(303)
+      .header('location', done ? `${ACCOUNT}?done=${done}` : ACCOUNT)
+      .send();
 
   web.get<{ Querystring: { done?: unknown } }>(ACCOUNT, async (request, reply) => {
     const current = await signedIn(request, reply);
@@ -126,9 +169,19 @@ export async function accountPages(web: FastifyInstance): Promise<void> {
   // --- Signing in (for a browser that is not signed in yet) ---
 
   const signInPage = (reply: FastifyReply, data: { username?: string; error?: string } = {}, status = 200) =>
-    sendPage(reply, 'signin', { appName: 'your account', action: SIGN_IN, ...passkeySignInView(web, `${SIGN_IN}/passkey`), ...data }, status);
+    sendPage(
+      reply,
+      'signin',
+      { appName: 'your account', action: SIGN_IN, ...passkeySignInView(web, `${SIGN_IN}/passkey`), ...data },
+      status,
+    );
   const twoStepPage = (reply: FastifyReply, error?: string, status = 200) =>
-    sendPage(reply, 'two-step', { action: `${SIGN_IN}/two-step`, canTrustDevice: false, ...(error ? { error } : {}) }, status);
+    sendPage(
+      reply,
+      'two-step',
+      { action: `${SIGN_IN}/two-step`, canTrustDevice: false, ...(error ? { error } : {}) },
+      status,
+    );
 
   web.get(SIGN_IN, async (request, reply) => {
     const session = await readWebSession(request);
@@ -140,10 +193,19 @@ export async function accountPages(web: FastifyInstance): Promise<void> {
   web.post<{ Body: Record<string, unknown> | undefined }>(SIGN_IN, csrf, async (request, reply) => {
     const username = field(request, 'username').trim();
     const outcome = await passwordStep(context(request), { login: username, password: field(request, 'password') });
-    if (outcome.kind === 'limited') return signInPage(reply, { username, error: tooManyAttempts(reply, 'failed sign-ins', outcome.retryAfterMs) }, 429);
-    if (outcome.kind !== 'signed_in' && outcome.kind !== 'needs_code') return signInPage(reply, { username, error: 'Wrong username or password.' }, 401);
+    if (outcome.kind === 'limited')
+      return signInPage(
+        reply,
+        { username, error: tooManyAttempts(reply, 'failed sign-ins', outcome.retryAfterMs) },
+        429,
+      );
+    if (outcome.kind !== 'signed_in' && outcome.kind !== 'needs_code')
+      return signInPage(reply, { username, error: 'Wrong username or password.' }, 401);
     await startBrowserSignIn(request, reply, outcome);
-    return reply.code(303).header('location', outcome.kind === 'needs_code' ? SIGN_IN : ACCOUNT).send();
+    return reply
+      .code(303)
+      .header('location', outcome.kind === 'needs_code' ? SIGN_IN : ACCOUNT)
+      .send();
   });
 
   web.post<{ Body: Record<string, unknown> | undefined }>(`${SIGN_IN}/two-step`, csrf, async (request, reply) => {
@@ -153,9 +215,14 @@ export async function accountPages(web: FastifyInstance): Promise<void> {
     if (outcome.kind === 'limited' && outcome.accountLimited) {
       // Past the account's limit the pending sign-in ended (DESIGN), all of them: the password is asked again.
       forgetWebSession(reply);
-      return signInPage(reply, { error: tooManyAttempts(reply, 'wrong codes', outcome.retryAfterMs, 'Sign in again') }, 429);
+      return signInPage(
+        reply,
+        { error: tooManyAttempts(reply, 'wrong codes', outcome.retryAfterMs, 'Sign in again') },
+        429,
+      );
     }
-    if (outcome.kind === 'limited') return twoStepPage(reply, tooManyAttempts(reply, 'wrong codes', outcome.retryAfterMs), 429);
+    if (outcome.kind === 'limited')
+      return twoStepPage(reply, tooManyAttempts(reply, 'wrong codes', outcome.retryAfterMs), 429);
     if (outcome.kind === 'wrong') return twoStepPage(reply, wrongCodeMessage(outcome), 401);
     if (outcome.kind !== 'signed_in') return reply.code(303).header('location', SIGN_IN).send();
     await startBrowserSignIn(request, reply, outcome);
@@ -173,8 +240,13 @@ export async function accountPages(web: FastifyInstance): Promise<void> {
     const current = await signedIn(request, reply);
     if (!current) return reply;
     const sessionId = field(request, 'end_session');
-    const ended = isUuid(sessionId) && (await endApplicationSession(context(request), current.account, normalizeUuid(sessionId)));
-    if (!ended) return showAccount(reply, current.session, current.account, { errors: { sessions: 'That application is not signed in to your account (any more).' }, status: 404 });
+    const ended =
+      isUuid(sessionId) && (await endApplicationSession(context(request), current.account, normalizeUuid(sessionId)));
+    if (!ended)
+      return showAccount(reply, current.session, current.account, {
+        errors: { sessions: 'That application is not signed in to your account (any more).' },
+        status: 404,
+      });
     return backToAccount(reply, 'session-ended');
   });
 
@@ -182,8 +254,13 @@ export async function accountPages(web: FastifyInstance): Promise<void> {
     const current = await signedIn(request, reply);
     if (!current) return reply;
     const trustId = field(request, 'end_trust');
-    const ended = /^[A-Za-z0-9_-]{43}$/.test(trustId) && (await endTrustedDevice(context(request), current.account, trustId));
-    if (!ended) return showAccount(reply, current.session, current.account, { errors: { devices: 'That device is not trusted (any more).' }, status: 404 });
+    const ended =
+      /^[A-Za-z0-9_-]{43}$/.test(trustId) && (await endTrustedDevice(context(request), current.account, trustId));
+    if (!ended)
+      return showAccount(reply, current.session, current.account, {
+        errors: { devices: 'That device is not trusted (any more).' },
+        status: 404,
+      });
     return backToAccount(reply, 'trust-ended');
   });
 
@@ -191,7 +268,11 @@ export async function accountPages(web: FastifyInstance): Promise<void> {
     const current = await signedIn(request, reply);
     if (!current) return reply;
     const { session, account } = current;
-    const outcome = await changePassword(context(request), account, { currentPassword: field(request, 'current_password'), newPassword: field(request, 'new_password'), session });
+    const outcome = await changePassword(context(request), account, {
+      currentPassword: field(request, 'current_password'),
+      newPassword: field(request, 'new_password'),
+      session,
+    });
     if (outcome.kind === 'changed') return backToAccount(reply, 'password-changed');
     const [message, status] = outcome.kind === 'invalid' ? [outcome.message, 400] : refusal(reply, outcome, 'password');
     return showAccount(reply, session, account, { errors: { password: message }, status });
@@ -205,7 +286,9 @@ export async function accountPages(web: FastifyInstance): Promise<void> {
     // The button says which form was sent; a stale page (already on, or already off) just reloads.
     if (field(request, 'two_step') !== (turningOn ? 'on' : 'off')) return backToAccount(reply, undefined);
     const code = field(request, 'code');
-    const outcome = turningOn ? await turnTwoStepOn(context(request), account, { session, code }) : await turnTwoStepOff(context(request), account, code);
+    const outcome = turningOn
+      ? await turnTwoStepOn(context(request), account, { session, code })
+      : await turnTwoStepOff(context(request), account, code);
     if (outcome.kind === 'stale') return backToAccount(reply, undefined);
     if (outcome.kind === 'wrong' || outcome.kind === 'limited') {
       const [message, status] = refusal(reply, outcome, 'code');
@@ -227,5 +310,9 @@ export async function accountPages(web: FastifyInstance): Promise<void> {
     }
     return backToAccount(reply, 'backup-codes-new');
   });
-  await passkeyAccountRoutes(web, { signedIn, showError: (reply, { session, account }, message, status) => showAccount(reply, session, account, { errors: { passkeys: message }, status }) });
+  await passkeyAccountRoutes(web, {
+    signedIn,
+    showError: (reply, { session, account }, message, status) =>
+      showAccount(reply, session, account, { errors: { passkeys: message }, status }),
+  });
 }

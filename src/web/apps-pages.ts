@@ -1,21 +1,21 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { findAccount, type Account } from '../accounts/accounts.ts';
+import { type Account, findAccount } from '../accounts/accounts.ts';
 import type { Application } from '../oauth/clients.ts';
 import {
-  DEVELOPER_SCOPES,
-  MAX_APPLICATIONS_PER_USER,
-  NAME_LENGTH,
+  type ApplicationInput,
   createOwnedApplication,
+  DEVELOPER_SCOPES,
   deleteOwnedApplication,
+  type FieldErrors,
   findOwnedApplication,
   listOwnedApplications,
+  MAX_APPLICATIONS_PER_USER,
+  NAME_LENGTH,
+  type Owner,
   renewOwnedApplicationSecret,
   updateOwnedApplication,
-  type ApplicationInput,
-  type FieldErrors,
-  type Owner,
 } from '../oauth/developer-applications.ts';
-import { SCOPES, isScope } from '../oauth/scopes.ts';
+import { isScope, SCOPES } from '../oauth/scopes.ts';
 import { sendPage } from './pages.ts';
 import { readWebSession } from './web-sessions.ts';
 
@@ -36,7 +36,12 @@ const field = (request: FormRequest, name: string): string => {
 /** The form's inputs, as the service takes them. Checkboxes may repeat (scope); a checkbox is on when sent at all. */
 function readApplicationForm(request: FormRequest): ApplicationInput {
   const scope = request.body?.scope;
-  const scopes = typeof scope === 'string' ? [scope] : Array.isArray(scope) ? scope.map((value) => (typeof value === 'string' ? value : '')) : [];
+  const scopes =
+    typeof scope === 'string'
+      ? [scope]
+      : Array.isArray(scope)
+        ? scope.map((value) => (typeof value === 'string' ? value : ''))
+        : [];
   return {
     name: field(request, 'name'),
     website: field(request, 'website'),
@@ -56,8 +61,21 @@ const scopeWords = (scope: string) => (isScope(scope) ? SCOPES[scope] : scope);
 /** The form's values: what was typed (after a refusal) or the application's (editing), else the defaults. */
 function formValues(source: ApplicationInput | Application | undefined) {
   if (!source) return { name: '', website: '', redirectUris: '', scopes: ['common'], confidential: false };
-  if ('clientId' in source) return { name: source.name, website: source.website ?? '', redirectUris: source.redirectUris.join('\n'), scopes: source.scopes, confidential: source.confidential };
-  return { name: source.name, website: source.website, redirectUris: source.redirectUris, scopes: [...source.scopes], confidential: source.confidential };
+  if ('clientId' in source)
+    return {
+      name: source.name,
+      website: source.website ?? '',
+      redirectUris: source.redirectUris.join('\n'),
+      scopes: source.scopes,
+      confidential: source.confidential,
+    };
+  return {
+    name: source.name,
+    website: source.website,
+    redirectUris: source.redirectUris,
+    scopes: [...source.scopes],
+    confidential: source.confidential,
+  };
 }
 
 const scopeChoices = () => DEVELOPER_SCOPES.map((scope) => ({ scope, words: scopeWords(scope) }));
@@ -73,18 +91,31 @@ export async function appsPages(web: FastifyInstance): Promise<void> {
   const secureCookie = web.config.baseUrl.startsWith('https:');
 
   /** The fully signed-in account; otherwise sends the browser to sign in (and back here afterwards) and answers undefined. */
-  async function signedIn(request: FastifyRequest, reply: FastifyReply): Promise<{ account: Account; owner: Owner } | undefined> {
+  async function signedIn(
+    request: FastifyRequest,
+    reply: FastifyReply,
+  ): Promise<{ account: Account; owner: Owner } | undefined> {
     const session = await readWebSession(request);
     const account = session && !session.mfaPending ? await findAccount(db(), session.userId) : undefined;
     if (!account) {
-      reply.setCookie(RETURN_COOKIE, 'apps', { path: '/account', httpOnly: true, sameSite: 'lax', secure: secureCookie, maxAge: 15 * 60 });
+      reply.setCookie(RETURN_COOKIE, 'apps', {
+        path: '/account',
+        httpOnly: true,
+        sameSite: 'lax',
+        secure: secureCookie,
+        maxAge: 15 * 60,
+      });
       reply.code(303).header('location', SIGN_IN).header('cache-control', 'no-store').send();
       return undefined;
     }
     return { account, owner: { userId: account.userId, twoStepOn: account.totpSecret !== null } };
   }
 
-  async function showList(reply: FastifyReply, account: Account, options: { notice?: string; error?: string; form?: ApplicationInput; errors?: FieldErrors; status?: number } = {}) {
+  async function showList(
+    reply: FastifyReply,
+    account: Account,
+    options: { notice?: string; error?: string; form?: ApplicationInput; errors?: FieldErrors; status?: number } = {},
+  ) {
     const apps = await listOwnedApplications(db(), account.userId);
     return sendPage(
       reply,
@@ -104,13 +135,24 @@ export async function appsPages(web: FastifyInstance): Promise<void> {
         })),
         max: MAX_APPLICATIONS_PER_USER,
         atLimit: apps.length >= MAX_APPLICATIONS_PER_USER,
-        form: { action: APPS, values: formValues(options.form), errors: options.errors ?? {}, submit: 'Register application', nameLength: NAME_LENGTH, scopeChoices: scopeChoices() },
+        form: {
+          action: APPS,
+          values: formValues(options.form),
+          errors: options.errors ?? {},
+          submit: 'Register application',
+          nameLength: NAME_LENGTH,
+          scopeChoices: scopeChoices(),
+        },
       },
       options.status ?? 200,
     );
   }
 
-  const showEdit = (reply: FastifyReply, app: Application, options: { form?: ApplicationInput; errors?: FieldErrors; status?: number } = {}) =>
+  const showEdit = (
+    reply: FastifyReply,
+    app: Application,
+    options: { form?: ApplicationInput; errors?: FieldErrors; status?: number } = {},
+  ) =>
     sendPage(
       reply,
       'app-edit',
@@ -132,12 +174,19 @@ export async function appsPages(web: FastifyInstance): Promise<void> {
   const showCredentials = (reply: FastifyReply, app: Application, clientSecret: string | null, title: string) =>
     sendPage(reply, 'app-credentials', {
       title,
-      app: { clientId: app.clientId, name: app.name, confidential: app.confidential, redirectUris: app.redirectUris, scopes: app.scopes.join(' ') },
+      app: {
+        clientId: app.clientId,
+        name: app.name,
+        confidential: app.confidential,
+        redirectUris: app.redirectUris,
+        scopes: app.scopes.join(' '),
+      },
       clientSecret,
       baseUrl: web.config.baseUrl,
     });
 
-  const notFound = (reply: FastifyReply, account: Account) => showList(reply, account, { error: 'You have no application with that client id.', status: 404 });
+  const notFound = (reply: FastifyReply, account: Account) =>
+    showList(reply, account, { error: 'You have no application with that client id.', status: 404 });
   const twoStepRequired = (reply: FastifyReply, account: Account) =>
     showList(reply, account, { error: 'Turn on two-step verification on your account page first.', status: 403 });
 
@@ -160,7 +209,11 @@ export async function appsPages(web: FastifyInstance): Promise<void> {
       case 'invalid':
         return showList(reply, current.account, { form, errors: outcome.errors, status: 400 });
       case 'limit_reached':
-        return showList(reply, current.account, { form, error: `You have ${MAX_APPLICATIONS_PER_USER} applications, the most one account may register. Delete one first.`, status: 409 });
+        return showList(reply, current.account, {
+          form,
+          error: `You have ${MAX_APPLICATIONS_PER_USER} applications, the most one account may register. Delete one first.`,
+          status: 409,
+        });
       case 'created':
         return showCredentials(reply, outcome.application, outcome.clientSecret, 'Application registered');
     }
@@ -176,7 +229,10 @@ export async function appsPages(web: FastifyInstance): Promise<void> {
       case 'not_found':
         return notFound(reply, current.account);
       case 'public':
-        return showList(reply, current.account, { error: 'That application is public: it has no secret. Edit it to make it confidential.', status: 400 });
+        return showList(reply, current.account, {
+          error: 'That application is public: it has no secret. Edit it to make it confidential.',
+          status: 400,
+        });
       case 'renewed':
         return showCredentials(reply, outcome.application, outcome.clientSecret, 'New secret');
     }
@@ -205,25 +261,32 @@ export async function appsPages(web: FastifyInstance): Promise<void> {
     return showEdit(reply, app);
   });
 
-  web.post<{ Params: { clientId: string }; Body: Record<string, unknown> | undefined }>(`${APPS}/:clientId`, csrf, async (request, reply) => {
-    const current = await signedIn(request, reply);
-    if (!current) return reply;
-    const form = readApplicationForm(request);
-    const outcome = await updateOwnedApplication(db(), request, current.owner, request.params.clientId, form);
-    switch (outcome.kind) {
-      case 'two_step_required':
-        return twoStepRequired(reply, current.account);
-      case 'not_found':
-        return notFound(reply, current.account);
-      case 'invalid': {
-        const app = await findOwnedApplication(db(), current.account.userId, request.params.clientId);
-        return app ? showEdit(reply, app, { form, errors: outcome.errors, status: 400 }) : notFound(reply, current.account);
+  web.post<{ Params: { clientId: string }; Body: Record<string, unknown> | undefined }>(
+    `${APPS}/:clientId`,
+    csrf,
+    async (request, reply) => {
+      const current = await signedIn(request, reply);
+      if (!current) return reply;
+      const form = readApplicationForm(request);
+      const outcome = await updateOwnedApplication(db(), request, current.owner, request.params.clientId, form);
+      switch (outcome.kind) {
+        case 'two_step_required':
+          return twoStepRequired(reply, current.account);
+        case 'not_found':
+          return notFound(reply, current.account);
+        case 'invalid': {
+          const app = await findOwnedApplication(db(), current.account.userId, request.params.clientId);
+          return app
+            ? showEdit(reply, app, { form, errors: outcome.errors, status: 400 })
+            : notFound(reply, current.account);
+        }
+        case 'updated':
+          if (outcome.clientSecret !== null)
+            return showCredentials(reply, outcome.application, outcome.clientSecret, 'Application saved');
+          return reply.code(303).header('location', `${APPS}?done=updated`).send();
       }
-      case 'updated':
-        if (outcome.clientSecret !== null) return showCredentials(reply, outcome.application, outcome.clientSecret, 'Application saved');
-        return reply.code(303).header('location', `${APPS}?done=updated`).send();
-    }
-  });
+    },
+  );
 }
 
 /**

@@ -14,10 +14,12 @@ let pageScript: Promise<Buffer> | undefined;
  * made in memory on first use (esbuild is a development dependency, never loaded by the build).
  */
 function loadPageScript(): Promise<Buffer> {
-  pageScript ??= (existsSync(builtPageScript) ? readFile(builtPageScript) : bundleFromSources()).catch((error: unknown) => {
-    pageScript = undefined;
-    throw error;
-  });
+  pageScript ??= (existsSync(builtPageScript) ? readFile(builtPageScript) : bundleFromSources()).catch(
+    (error: unknown) => {
+      pageScript = undefined;
+      throw error;
+    },
+  );
   return pageScript;
 }
 
@@ -46,6 +48,9 @@ export async function assetRoutes(app: FastifyInstance): Promise<void> {
     reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=3600').send(stylesheet),
   );
   app.get('/assets/passkeys.js', { logLevel: 'warn' }, async (_request, reply) =>
-    reply.type('text/javascript; charset=utf-8').header('cache-control', 'public, max-age=3600').send(await loadPageScript()),
+    reply
+      .type('text/javascript; charset=utf-8')
+      .header('cache-control', 'public, max-age=3600')
+      .send(await loadPageScript()),
   );
 }

@@ -1,17 +1,25 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Account } from '../accounts/accounts.ts';
 import { checkEmailAddress } from '../accounts/account-names.ts';
+import type { Account } from '../accounts/accounts.ts';
 import { requestEmailChange } from '../accounts/self-service.ts';
+import { checkCurrentPassword } from '../accounts/sign-in.ts';
 import { tooManyAttempts } from './pages.ts';
 import { accountMailer, countCodeRequest, field } from './self-service-support.ts';
-import { checkCurrentPassword } from '../accounts/sign-in.ts';
 import { signInContext } from './sign-in.ts';
 import type { WebSession } from './web-sessions.ts';
 
 /** What the account page lends this form: its sign-in check and its rendering with an error in the e-mail section. */
 export interface AccountPageParts {
-  signedIn(request: FastifyRequest, reply: FastifyReply): Promise<{ session: WebSession; account: Account } | undefined>;
-  showEmailError(reply: FastifyReply, current: { session: WebSession; account: Account }, message: string, status: number): Promise<FastifyReply>;
+  signedIn(
+    request: FastifyRequest,
+    reply: FastifyReply,
+  ): Promise<{ session: WebSession; account: Account } | undefined>;
+  showEmailError(
+    reply: FastifyReply,
+    current: { session: WebSession; account: Account },
+    message: string,
+    status: number,
+  ): Promise<FastifyReply>;
 }
 
 /**
@@ -20,21 +28,39 @@ export interface AccountPageParts {
  */
 export function registerEmailChange(web: FastifyInstance, parts: AccountPageParts): void {
   const send = accountMailer(web);
-  web.post<{ Body: Record<string, unknown> | undefined }>('/account/email', { preHandler: web.csrfProtection }, async (request, reply) => {
-    const current = await parts.signedIn(request, reply);
-    if (!current) return reply;
-    const refuse = (message: string, status: number) => parts.showEmailError(reply, current, message, status);
-    const email = checkEmailAddress(field(request, 'new_email'));
-    if (!email.ok) return refuse(email.reason, 400);
-    const checked = await checkCurrentPassword(signInContext(request, { page: 'account' }), current.account, field(request, 'current_password'));
-    if (checked.kind === 'limited') return refuse(tooManyAttempts(reply, 'failed sign-ins', checked.retryAfterMs), 429);
-    if (checked.kind === 'wrong') return refuse('The current password is not right.', 401);
-    const wait = await countCodeRequest(request, email.value);
-    if (wait > 0) return refuse(tooManyAttempts(reply, 'requests for this address or from your network', wait), 429);
-    const outcome = await requestEmailChange(web.database.db, send, { baseUrl: web.config.baseUrl }, { userId: current.account.userId, oldEmail: current.account.email, newEmail: email.value });
-    if (outcome.kind === 'same') return refuse('That is your address already.', 400);
-    if (outcome.kind === 'taken') return refuse('Another account uses that e-mail address.', 409);
-    if (outcome.kind === 'mail failed') return refuse('We could not send the e-mail just now. Nothing was changed: please try again in a few minutes.', 503);
-    return reply.code(303).header('location', '/account?done=email-link-sent').send();
-  });
+  web.post<{ Body: Record<string, unknown> | undefined }>(
+    '/account/email',
+    { preHandler: web.csrfProtection },
+    async (request, reply) => {
+      const current = await parts.signedIn(request, reply);
+      if (!current) return reply;
+      const refuse = (message: string, status: number) => parts.showEmailError(reply, current, message, status);
+      const email = checkEmailAddress(field(request, 'new_email'));
+      if (!email.ok) return refuse(email.reason, 400);
+      const checked = await checkCurrentPassword(
+        signInContext(request, { page: 'account' }),
+        current.account,
+        field(request, 'current_password'),
+      );
+      if (checked.kind === 'limited')
+        return refuse(tooManyAttempts(reply, 'failed sign-ins', checked.retryAfterMs), 429);
+      if (checked.kind === 'wrong') return refuse('The current password is not right.', 401);
+      const wait = await countCodeRequest(request, email.value);
+      if (wait > 0) return refuse(tooManyAttempts(reply, 'requests for this address or from your network', wait), 429);
+      const outcome = await requestEmailChange(
+        web.database.db,
+        send,
+        { baseUrl: web.config.baseUrl },
+        { userId: current.account.userId, oldEmail: current.account.email, newEmail: email.value },
+      );
+      if (outcome.kind === 'same') return refuse('That is your address already.', 400);
+      if (outcome.kind === 'taken') return refuse('Another account uses that e-mail address.', 409);
+      if (outcome.kind === 'mail failed')
+        return refuse(
+          'We could not send the e-mail just now. Nothing was changed: please try again in a few minutes.',
+          503,
+        );
+      return reply.code(303).header('location', '/account?done=email-link-sent').send();
+    },
+  );
 }

@@ -4,16 +4,16 @@ import formbody from '@fastify/formbody';
 import helmet from '@fastify/helmet';
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { apiErrorForThrown, sendError } from '../http/error-handler.ts';
-import { assetRoutes } from './assets.ts';
-import { devicePages } from './device-pages.ts';
 import { accountPages } from './account-pages.ts';
 import { appsPages } from './apps-pages.ts';
+import { assetRoutes } from './assets.ts';
+import { devicePages } from './device-pages.ts';
 import { homePage } from './home-page.ts';
 import { loginPages } from './login-pages.ts';
-import { passkeySignInRoutes } from './passkey-pages.ts';
 import { sendMessage } from './pages.ts';
-import { registerSelfServiceLimits } from './self-service-support.ts';
+import { passkeySignInRoutes } from './passkey-pages.ts';
 import { selfServicePages } from './self-service-pages.ts';
+import { registerSelfServiceLimits } from './self-service-support.ts';
 import { registerSignInLimits } from './sign-in.ts';
 import { spawnCodeRoutes } from './spawn-codes.ts';
 
@@ -29,7 +29,15 @@ export async function webPages(web: FastifyInstance): Promise<void> {
       // No form-action: after the consent form the browser is redirected to the client's
       // redirect URI, which form-action would block.
       // Scripts are files the service serves (the passkey script), and they only call the service.
-      directives: { defaultSrc: ["'none'"], styleSrc: ["'self'"], imgSrc: ["'self'", 'data:'], scriptSrc: ["'self'"], connectSrc: ["'self'"], baseUri: ["'none'"], frameAncestors: ["'none'"] },
+      directives: {
+        defaultSrc: ["'none'"],
+        styleSrc: ["'self'"],
+        imgSrc: ["'self'", 'data:'],
+        scriptSrc: ["'self'"],
+        connectSrc: ["'self'"],
+        baseUri: ["'none'"],
+        frameAncestors: ["'none'"],
+      },
     },
     frameguard: { action: 'deny' },
     referrerPolicy: { policy: 'no-referrer' },
@@ -44,9 +52,19 @@ export async function webPages(web: FastifyInstance): Promise<void> {
     // no page request (asterisk-form is for OPTIONS alone): it gets the API's error body.
     if (!request.url.startsWith('/')) return sendError(reply, apiError);
     if (error.code === 'FST_CSRF_INVALID_TOKEN' || error.code === 'FST_CSRF_MISSING_SECRET') {
-      return sendMessage(reply, 'Please try again', 'This form was open too long or came from another site. Go back, reload the page and submit it again.', 403);
+      return sendMessage(
+        reply,
+        'Please try again',
+        'This form was open too long or came from another site. Go back, reload the page and submit it again.',
+        403,
+      );
     }
-    return sendMessage(reply, apiError.statusCode >= 500 ? 'Something went wrong' : 'That did not work', apiError.message, apiError.statusCode);
+    return sendMessage(
+      reply,
+      apiError.statusCode >= 500 ? 'Something went wrong' : 'That did not work',
+      apiError.message,
+      apiError.statusCode,
+    );
   });
 
   await web.register(assetRoutes);

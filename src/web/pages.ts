@@ -2,12 +2,23 @@ import type { FastifyReply } from 'fastify';
 import { renderPage } from './render.ts';
 
 /** Sends a server-rendered page; pages are never cached (they carry CSRF tokens). */
-export function sendPage(reply: FastifyReply, template: string, data: Record<string, unknown>, status = 200): FastifyReply {
+export function sendPage(
+  reply: FastifyReply,
+  template: string,
+  data: Record<string, unknown>,
+  status = 200,
+): FastifyReply {
   return reply
     .code(status)
     .header('cache-control', 'no-store')
     .type('text/html; charset=utf-8')
-    .send(renderPage(template, { signUpOpen: reply.server.config.signUp !== 'closed', ...data, csrfToken: reply.generateCsrf() }));
+    .send(
+      renderPage(template, {
+        signUpOpen: reply.server.config.signUp !== 'closed',
+        ...data,
+        csrfToken: reply.generateCsrf(),
+      }),
+    );
 }
 
 export function sendMessage(reply: FastifyReply, title: string, message: string, status = 200): FastifyReply {
@@ -34,5 +45,7 @@ export function field(body: unknown, name: string): string {
 
 /** What a page says to a wrong two-step code (a TOTP code whose step was used, or any other). */
 export function wrongCodeMessage(outcome: { reason: string }): string {
-  return outcome.reason === 'used_code' ? 'That code was used already. Wait for the next one.' : 'That code is not right. Codes change every 30 seconds.';
+  return outcome.reason === 'used_code'
+    ? 'That code was used already. Wait for the next one.'
+    : 'That code is not right. Codes change every 30 seconds.';
 }

@@ -1,13 +1,19 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { findAccount, type Account } from '../accounts/accounts.ts';
-import { addPasskey, passkeyRegistrationOptions, removePasskeyOf, renamePasskeyOf, type AccountContext } from '../accounts/passkey-registration.ts';
+import { type Account, findAccount } from '../accounts/accounts.ts';
 import { CHALLENGE_TTL_MS } from '../accounts/passkey-challenges.ts';
+import {
+  type AccountContext,
+  addPasskey,
+  passkeyRegistrationOptions,
+  removePasskeyOf,
+  renamePasskeyOf,
+} from '../accounts/passkey-registration.ts';
 import { passkeySignInOptions, passkeyStep } from '../accounts/passkey-sign-in.ts';
 import { listPasskeys } from '../accounts/passkeys.ts';
-import { relyingPartyFor, type RelyingPartyCheck } from '../accounts/relying-party.ts';
+import { type RelyingPartyCheck, relyingPartyFor } from '../accounts/relying-party.ts';
 import { attemptLimit, countAttempt } from '../http/attempt-limits.ts';
-import { ApiError } from '../http/errors.ts';
 import { apiErrorForThrown, sendError } from '../http/error-handler.ts';
+import { ApiError } from '../http/errors.ts';
 import { findApplication } from '../oauth/clients.ts';
 import { findInteraction } from '../oauth/interactions.ts';
 import { hashSecret, newSecret } from '../oauth/secrets.ts';
@@ -36,7 +42,10 @@ export function relyingPartyOf(web: FastifyInstance): RelyingPartyCheck {
 }
 
 /** What the sign-in template needs to offer a passkey, or nothing when passkeys are not available. */
-export function passkeySignInView(web: FastifyInstance, verifyUrl: string): { passkey?: { optionsUrl: string; verifyUrl: string } } {
+export function passkeySignInView(
+  web: FastifyInstance,
+  verifyUrl: string,
+): { passkey?: { optionsUrl: string; verifyUrl: string } } {
   return relyingPartyOf(web).ok ? { passkey: { optionsUrl: '/passkeys/sign-in-options', verifyUrl } } : {};
 }
 
@@ -77,7 +86,13 @@ function bindingHash(request: FastifyRequest, reply: FastifyReply, create: boole
   }
   if (create) {
     const secure = request.server.config.baseUrl.startsWith('https:');
-    reply.setCookie(BINDING_COOKIE, token, { path: '/', httpOnly: true, sameSite: 'strict', secure, maxAge: Math.floor(CHALLENGE_TTL_MS / 1000) });
+    reply.setCookie(BINDING_COOKIE, token, {
+      path: '/',
+      httpOnly: true,
+      sameSite: 'strict',
+      secure,
+      maxAge: Math.floor(CHALLENGE_TTL_MS / 1000),
+    });
   }
   return hashSecret(token);
 }
@@ -104,16 +119,25 @@ function jsonErrors(scope: FastifyInstance): void {
     if (error.code === 'FST_CSRF_INVALID_TOKEN' || error.code === 'FST_CSRF_MISSING_SECRET') {
       return sendError(reply, new ApiError(403, 'This page was open too long. Reload it and try again.'));
     }
-    if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return sendError(reply, new ApiError(413, `A passkey request is at most ${BODY_LIMIT / 1024} KiB`));
+    if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE')
+      return sendError(reply, new ApiError(413, `A passkey request is at most ${BODY_LIMIT / 1024} KiB`));
     return sendError(reply, apiErrorForThrown(error, request));
   });
 }
 
 /** The page's sign-in as JSON: where the script sends the browser next. */
-async function signInWithPasskey(request: FastifyRequest, reply: FastifyReply, place: { page: string; clientId?: string }, next: string) {
+async function signInWithPasskey(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  place: { page: string; clientId?: string },
+  next: string,
+) {
   const rp = relyingParty(request);
   const binding = bindingHash(request, reply, false);
-  const outcome = await passkeyStep(signInContext(request, place), rp, { response: jsonBody(request), bindingHash: binding ?? 'none' });
+  const outcome = await passkeyStep(signInContext(request, place), rp, {
+    response: jsonBody(request),
+    bindingHash: binding ?? 'none',
+  });
   switch (outcome.kind) {
     case 'signed_in':
       // Complete: user verification was required, so no password and no two-step code follow.
@@ -121,12 +145,18 @@ async function signInWithPasskey(request: FastifyRequest, reply: FastifyReply, p
       return reply.header('cache-control', 'no-store').send({ redirect: next });
     case 'limited': {
       const seconds = Math.ceil(outcome.retryAfterMs / 1000);
-      throw new ApiError(429, `Too many failed sign-ins. Try again in ${Math.max(1, Math.ceil(seconds / 60))} minute(s).`, { headers: { 'retry-after': String(seconds) } });
+      throw new ApiError(
+        429,
+        `Too many failed sign-ins. Try again in ${Math.max(1, Math.ceil(seconds / 60))} minute(s).`,
+        { headers: { 'retry-after': String(seconds) } },
+      );
     }
     case 'refused':
       throw new ApiError(
         outcome.reason === 'malformed' ? 400 : 401,
-        outcome.reason === 'challenge' ? 'This sign-in request has expired or was already used. Try again.' : 'That passkey could not sign you in. Try again, or use your password.',
+        outcome.reason === 'challenge'
+          ? 'This sign-in request has expired or was already used. Try again.'
+          : 'That passkey could not sign you in. Try again, or use your password.',
         { code: 'passkeyRefused' },
       );
   }
@@ -142,7 +172,10 @@ export async function passkeySignInRoutes(web: FastifyInstance): Promise<void> {
   web.post('/passkeys/sign-in-options', csrf, async (request, reply) => {
     const rp = relyingParty(request);
     const attempt = await countAttempt([optionsByIp.of(request.ip)]);
-    if (attempt.refusedBy.length > 0) throw new ApiError(429, 'Too many passkey requests. Wait a minute.', { headers: { 'retry-after': String(Math.ceil(attempt.retryAfterMs / 1000)) } });
+    if (attempt.refusedBy.length > 0)
+      throw new ApiError(429, 'Too many passkey requests. Wait a minute.', {
+        headers: { 'retry-after': String(Math.ceil(attempt.retryAfterMs / 1000)) },
+      });
     const options = await passkeySignInOptions(request.server.database.db, rp, bindingHash(request, reply, true)!);
     return reply.header('cache-control', 'no-store').send(options);
   });
@@ -151,19 +184,38 @@ export async function passkeySignInRoutes(web: FastifyInstance): Promise<void> {
     const db = request.server.database.db;
     const interaction = await findInteraction(db, request.params.interaction);
     const app = interaction && (await findApplication(db, interaction.client_id));
-    if (!interaction || !app) throw new ApiError(404, 'This sign-in has expired or was already used. Go back to the application and start again.');
-    return signInWithPasskey(request, reply, { page: 'sign_in', clientId: app.clientId }, `/login/${encodeURIComponent(request.params.interaction)}`);
+    if (!interaction || !app)
+      throw new ApiError(
+        404,
+        'This sign-in has expired or was already used. Go back to the application and start again.',
+      );
+    return signInWithPasskey(
+      request,
+      reply,
+      { page: 'sign_in', clientId: app.clientId },
+      `/login/${encodeURIComponent(request.params.interaction)}`,
+    );
   });
 
-  web.post('/account/sign-in/passkey', csrf, async (request, reply) => signInWithPasskey(request, reply, { page: 'account' }, '/account'));
+  web.post('/account/sign-in/passkey', csrf, async (request, reply) =>
+    signInWithPasskey(request, reply, { page: 'account' }, '/account'),
+  );
 }
 
 /** What the account page's own helpers give the passkey forms. */
 export interface AccountPageHooks {
   /** The fully signed-in browser, or undefined after sending it to sign in. */
-  signedIn(request: FastifyRequest, reply: FastifyReply): Promise<{ session: WebSession; account: Account } | undefined>;
+  signedIn(
+    request: FastifyRequest,
+    reply: FastifyReply,
+  ): Promise<{ session: WebSession; account: Account } | undefined>;
   /** Renders the account page with an error in the passkeys section. */
-  showError(reply: FastifyReply, current: { session: WebSession; account: Account }, message: string, status: number): Promise<FastifyReply>;
+  showError(
+    reply: FastifyReply,
+    current: { session: WebSession; account: Account },
+    message: string,
+    status: number,
+  ): Promise<FastifyReply>;
 }
 
 const field = (request: FastifyRequest, name: string): string => {
@@ -178,9 +230,15 @@ export async function passkeyAccountRoutes(web: FastifyInstance, hooks: AccountP
   web.post('/account/passkeys/rename', formCsrf, async (request, reply) => {
     const current = await hooks.signedIn(request, reply);
     if (!current) return reply;
-    const outcome = await renamePasskeyOf(context(request), current.account, field(request, 'rename_passkey'), field(request, 'passkey_name'));
+    const outcome = await renamePasskeyOf(
+      context(request),
+      current.account,
+      field(request, 'rename_passkey'),
+      field(request, 'passkey_name'),
+    );
     if (outcome === 'bad_name') return hooks.showError(reply, current, 'A passkey name has 1 to 64 characters.', 400);
-    if (outcome === 'not_found') return hooks.showError(reply, current, 'That passkey is not on your account (any more).', 404);
+    if (outcome === 'not_found')
+      return hooks.showError(reply, current, 'That passkey is not on your account (any more).', 404);
     return reply.code(303).header('location', '/account?done=passkey-renamed').send();
   });
 
@@ -189,9 +247,15 @@ export async function passkeyAccountRoutes(web: FastifyInstance, hooks: AccountP
     if (!current) return reply;
     const outcome = await removePasskeyOf(context(request), current.account, field(request, 'remove_passkey'));
     if (outcome === 'last_method') {
-      return hooks.showError(reply, current, 'This passkey is the only way to sign in to your account: it has no password and no other passkey. Add another passkey first.', 409);
+      return hooks.showError(
+        reply,
+        current,
+        'This passkey is the only way to sign in to your account: it has no password and no other passkey. Add another passkey first.',
+        409,
+      );
     }
-    if (outcome === 'not_found') return hooks.showError(reply, current, 'That passkey is not on your account (any more).', 404);
+    if (outcome === 'not_found')
+      return hooks.showError(reply, current, 'That passkey is not on your account (any more).', 404);
     return reply.code(303).header('location', '/account?done=passkey-removed').send();
   });
 
@@ -202,9 +266,13 @@ export async function passkeyAccountRoutes(web: FastifyInstance, hooks: AccountP
     /** The signed-in account, signed in recently enough to add a passkey. */
     async function recentlySignedIn(request: FastifyRequest) {
       const session = await readWebSession(request);
-      const account = session && !session.mfaPending ? await findAccount(request.server.database.db, session.userId) : undefined;
+      const account =
+        session && !session.mfaPending ? await findAccount(request.server.database.db, session.userId) : undefined;
       if (!session || !account) throw new ApiError(401, 'You are signed out. Sign in again, then add the passkey.');
-      if (Date.now() - session.signedInAt > RECENT_SIGN_IN_MS) throw new ApiError(403, 'Adding a passkey needs a recent sign-in. Sign in again, then add it.', { code: 'signInAgain' });
+      if (Date.now() - session.signedInAt > RECENT_SIGN_IN_MS)
+        throw new ApiError(403, 'Adding a passkey needs a recent sign-in. Sign in again, then add it.', {
+          code: 'signInAgain',
+        });
       return account;
     }
 
@@ -220,7 +288,11 @@ export async function passkeyAccountRoutes(web: FastifyInstance, hooks: AccountP
       const ctx = context(request);
       const account = await recentlySignedIn(request);
       const body = jsonBody(request);
-      const outcome = await addPasskey(ctx, account, { response: body.response, name: body.name, bindingHash: bindingHash(request, reply, false) ?? 'none' });
+      const outcome = await addPasskey(ctx, account, {
+        response: body.response,
+        name: body.name,
+        bindingHash: bindingHash(request, reply, false) ?? 'none',
+      });
       if (outcome.kind === 'refused') throw new ApiError(outcome.status, outcome.message);
       return reply.header('cache-control', 'no-store').send({ redirect: '/account?done=passkey-added' });
     });

@@ -1,11 +1,12 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { checkEmailAddress, checkUsername } from '../accounts/account-names.ts';
 import { findAccount } from '../accounts/accounts.ts';
 import { passwordRefusal } from '../accounts/password-rules.ts';
-import { checkEmailAddress, checkUsername } from '../accounts/account-names.ts';
 import { hashPassword } from '../accounts/passwords.ts';
 import { recordSecurityEvent } from '../accounts/security-events.ts';
 import { completeReset, completeSignUp, confirmEmailChange, requestCode } from '../accounts/self-service.ts';
-import { findByFlow, findByLink, proveByCode, proveByLink, type Purpose } from '../accounts/verification-requests.ts';
+import { checkTwoStepCode } from '../accounts/sign-in.ts';
+import { findByFlow, findByLink, type Purpose, proveByCode, proveByLink } from '../accounts/verification-requests.ts';
 import { sendMessage, sendPage, tooManyAttempts, wrongCodeMessage } from './pages.ts';
 import {
   accountMailer,
@@ -17,7 +18,6 @@ import {
   setFlowCookie,
   signUpOpen,
 } from './self-service-support.ts';
-import { checkTwoStepCode } from '../accounts/sign-in.ts';
 import { signInContext } from './sign-in.ts';
 import { startBrowserSignIn } from './web-sessions.ts';
 
@@ -34,7 +34,8 @@ async function passwordProblem(password: string, userInputs: readonly (string | 
 }
 
 const MAIL_FAILED = 'We could not send the e-mail just now. Nothing was changed: please try again in a few minutes.';
-const ENDED = 'That code has expired, was replaced by a newer one or was tried too often. Enter your address again to get a new one.';
+const ENDED =
+  'That code has expired, was replaced by a newer one or was tried too often. Enter your address again to get a new one.';
 
 /**
  * The self-service pages (DESIGN "Self-service accounts"): sign-up at /account/sign-up, password
@@ -50,11 +51,18 @@ export async function selfServicePages(web: FastifyInstance): Promise<void> {
   const csrf = { preHandler: web.csrfProtection };
   const send = accountMailer(web);
   const links = { baseUrl: web.config.baseUrl };
-  const seeOther = (reply: FastifyReply, location: string) => reply.code(303).header('location', location).header('cache-control', 'no-store').send();
+  const seeOther = (reply: FastifyReply, location: string) =>
+    reply.code(303).header('location', location).header('cache-control', 'no-store').send();
 
   // --- Sign-up ---
 
-  type SignUpView = { step: 'email' | 'code' | 'details'; error?: Partial<Record<'email' | 'code' | 'username' | 'password' | 'form', string>>; email?: string; username?: string; returnTo?: string | null };
+  type SignUpView = {
+    step: 'email' | 'code' | 'details';
+    error?: Partial<Record<'email' | 'code' | 'username' | 'password' | 'form', string>>;
+    email?: string;
+    username?: string;
+    returnTo?: string | null;
+  };
   const signUpPage = (reply: FastifyReply, view: SignUpView, status = 200) =>
     sendPage(reply, 'sign-up', { error: {}, returnTo: null, ...view }, status);
 
@@ -73,11 +81,27 @@ export async function selfServicePages(web: FastifyInstance): Promise<void> {
     web.post<{ Body: Record<string, unknown> | undefined }>(SIGN_UP, csrf, async (request, reply) => {
       const returnTo = safeReturnTo(field(request, 'return_to'));
       const email = checkEmailAddress(field(request, 'email'));
-      if (!email.ok) return signUpPage(reply, { step: 'email', returnTo, email: field(request, 'email').slice(0, 300), error: { email: email.reason } }, 400);
+      if (!email.ok)
+        return signUpPage(
+          reply,
+          { step: 'email', returnTo, email: field(request, 'email').slice(0, 300), error: { email: email.reason } },
+          400,
+        );
       const wait = await countCodeRequest(request, email.value);
-      if (wait > 0) return signUpPage(reply, { step: 'email', returnTo, email: email.value, error: { email: tooManyAttempts(reply, 'requests for this address or from your network', wait) } }, 429);
+      if (wait > 0)
+        return signUpPage(
+          reply,
+          {
+            step: 'email',
+            returnTo,
+            email: email.value,
+            error: { email: tooManyAttempts(reply, 'requests for this address or from your network', wait) },
+          },
+          429,
+        );
       const outcome = await requestCode(db(), send, links, { purpose: 'sign_up', address: email.value, returnTo });
-      if (outcome.kind === 'mail failed') return signUpPage(reply, { step: 'email', returnTo, email: email.value, error: { email: MAIL_FAILED } }, 503);
+      if (outcome.kind === 'mail failed')
+        return signUpPage(reply, { step: 'email', returnTo, email: email.value, error: { email: MAIL_FAILED } }, 503);
       setFlowCookie(request, reply, 'sign_up', outcome.flowToken);
       return seeOther(reply, SIGN_UP);
     });
@@ -85,7 +109,8 @@ export async function selfServicePages(web: FastifyInstance): Promise<void> {
     web.post<{ Body: Record<string, unknown> | undefined }>(`${SIGN_UP}/code`, csrf, async (request, reply) => {
       const outcome = await proveByCode(db(), 'sign_up', flowToken(request, 'sign_up'), field(request, 'code'));
       if (outcome.kind === 'ended') return signUpPage(reply, { step: 'email', error: { email: ENDED } }, 410);
-      if (outcome.kind === 'wrong') return signUpPage(reply, { step: 'code', error: { code: wrongCode(outcome.attemptsLeft) } }, 400);
+      if (outcome.kind === 'wrong')
+        return signUpPage(reply, { step: 'code', error: { code: wrongCode(outcome.attemptsLeft) } }, 400);
       setFlowCookie(request, reply, 'sign_up', outcome.flowToken);
       return seeOther(reply, SIGN_UP);
     });
@@ -95,28 +120,54 @@ export async function selfServicePages(web: FastifyInstance): Promise<void> {
       const proven = await findByFlow(db(), 'sign_up', token, 'verified');
       if (!proven || !token) return signUpPage(reply, { step: 'email', error: { email: ENDED } }, 410);
       const typed = field(request, 'username').slice(0, 100);
-      const again = (error: SignUpView['error'], status: number) => signUpPage(reply, { step: 'details', username: typed, error }, status);
+      const again = (error: SignUpView['error'], status: number) =>
+        signUpPage(reply, { step: 'details', username: typed, error }, status);
       const username = checkUsername(typed);
       if (!username.ok) return again({ username: username.reason }, 400);
       const password = field(request, 'password');
       const problem = await passwordProblem(password, [username.value, proven.address]);
       if (problem) return again({ password: problem }, 400);
-      const outcome = await completeSignUp(db(), web.secrets, send, links, { flowToken: token, username: username.value, password });
-      if (outcome.kind === 'username taken') return again({ username: 'That username is taken (names differing only in capital letters count as the same). Choose another.' }, 409);
-      if (outcome.kind === 'email taken') return again({ form: 'An account with this e-mail address was created meanwhile. Sign in, or reset its password.' }, 409);
+      const outcome = await completeSignUp(db(), web.secrets, send, links, {
+        flowToken: token,
+        username: username.value,
+        password,
+      });
+      if (outcome.kind === 'username taken')
+        return again(
+          {
+            username:
+              'That username is taken (names differing only in capital letters count as the same). Choose another.',
+          },
+          409,
+        );
+      if (outcome.kind === 'email taken')
+        return again(
+          { form: 'An account with this e-mail address was created meanwhile. Sign in, or reset its password.' },
+          409,
+        );
       if (outcome.kind === 'ended') return signUpPage(reply, { step: 'email', error: { email: ENDED } }, 410);
       const account = await findAccount(db(), outcome.userId);
       if (account) await startBrowserSignIn(request, reply, { kind: 'signed_in', account });
       clearFlowCookie(reply, 'sign_up');
-      await recordSecurityEvent(db(), request, { kind: 'signed_up', userId: outcome.userId, details: { page: 'sign_up' } });
+      await recordSecurityEvent(db(), request, {
+        kind: 'signed_up',
+        userId: outcome.userId,
+        details: { page: 'sign_up' },
+      });
       return seeOther(reply, safeReturnTo(outcome.returnTo) ?? '/account');
     });
   }
 
   // --- Password reset ---
 
-  type ForgotView = { step: 'email' | 'code' | 'password'; twoStep?: boolean; email?: string; error?: Partial<Record<'email' | 'code' | 'new_password' | 'two_step_code', string>> };
-  const forgotPage = (reply: FastifyReply, view: ForgotView, status = 200) => sendPage(reply, 'forgot', { error: {}, twoStep: false, ...view }, status);
+  type ForgotView = {
+    step: 'email' | 'code' | 'password';
+    twoStep?: boolean;
+    email?: string;
+    error?: Partial<Record<'email' | 'code' | 'new_password' | 'two_step_code', string>>;
+  };
+  const forgotPage = (reply: FastifyReply, view: ForgotView, status = 200) =>
+    sendPage(reply, 'forgot', { error: {}, twoStep: false, ...view }, status);
 
   /** The proven reset of this browser and its account. */
   async function provenReset(request: FastifyRequest) {
@@ -130,18 +181,34 @@ export async function selfServicePages(web: FastifyInstance): Promise<void> {
     if (request.query.restart === undefined) {
       const proven = await provenReset(request);
       if (proven) return forgotPage(reply, { step: 'password', twoStep: proven.account.totpSecret !== null });
-      if (await findByFlow(db(), 'reset', flowToken(request, 'reset'), 'sent')) return forgotPage(reply, { step: 'code' });
+      if (await findByFlow(db(), 'reset', flowToken(request, 'reset'), 'sent'))
+        return forgotPage(reply, { step: 'code' });
     }
     return forgotPage(reply, { step: 'email' });
   });
 
   web.post<{ Body: Record<string, unknown> | undefined }>(FORGOT, csrf, async (request, reply) => {
     const email = checkEmailAddress(field(request, 'email'));
-    if (!email.ok) return forgotPage(reply, { step: 'email', email: field(request, 'email').slice(0, 300), error: { email: email.reason } }, 400);
+    if (!email.ok)
+      return forgotPage(
+        reply,
+        { step: 'email', email: field(request, 'email').slice(0, 300), error: { email: email.reason } },
+        400,
+      );
     const wait = await countCodeRequest(request, email.value);
-    if (wait > 0) return forgotPage(reply, { step: 'email', email: email.value, error: { email: tooManyAttempts(reply, 'requests for this address or from your network', wait) } }, 429);
+    if (wait > 0)
+      return forgotPage(
+        reply,
+        {
+          step: 'email',
+          email: email.value,
+          error: { email: tooManyAttempts(reply, 'requests for this address or from your network', wait) },
+        },
+        429,
+      );
     const outcome = await requestCode(db(), send, links, { purpose: 'reset', address: email.value });
-    if (outcome.kind === 'mail failed') return forgotPage(reply, { step: 'email', email: email.value, error: { email: MAIL_FAILED } }, 503);
+    if (outcome.kind === 'mail failed')
+      return forgotPage(reply, { step: 'email', email: email.value, error: { email: MAIL_FAILED } }, 503);
     setFlowCookie(request, reply, 'reset', outcome.flowToken);
     return seeOther(reply, FORGOT);
   });
@@ -149,7 +216,8 @@ export async function selfServicePages(web: FastifyInstance): Promise<void> {
   web.post<{ Body: Record<string, unknown> | undefined }>(`${FORGOT}/code`, csrf, async (request, reply) => {
     const outcome = await proveByCode(db(), 'reset', flowToken(request, 'reset'), field(request, 'code'));
     if (outcome.kind === 'ended') return forgotPage(reply, { step: 'email', error: { email: ENDED } }, 410);
-    if (outcome.kind === 'wrong') return forgotPage(reply, { step: 'code', error: { code: wrongCode(outcome.attemptsLeft) } }, 400);
+    if (outcome.kind === 'wrong')
+      return forgotPage(reply, { step: 'code', error: { code: wrongCode(outcome.attemptsLeft) } }, 400);
     setFlowCookie(request, reply, 'reset', outcome.flowToken);
     return seeOther(reply, FORGOT);
   });
@@ -159,14 +227,20 @@ export async function selfServicePages(web: FastifyInstance): Promise<void> {
     if (!proven) return forgotPage(reply, { step: 'email', error: { email: ENDED } }, 410);
     const { account, token } = proven;
     const twoStep = account.totpSecret !== null;
-    const again = (error: ForgotView['error'], status: number) => forgotPage(reply, { step: 'password', twoStep, error }, status);
+    const again = (error: ForgotView['error'], status: number) =>
+      forgotPage(reply, { step: 'password', twoStep, error }, status);
     const password = field(request, 'new_password');
     const problem = await passwordProblem(password, [account.username, account.email]);
     if (problem) return again({ new_password: problem }, 400);
     if (twoStep) {
       // A current TOTP code or a backup code, under the sign-in's code limits.
-      const checked = await checkTwoStepCode(signInContext(request, { page: 'reset' }), account, field(request, 'two_step_code'));
-      if (checked.kind === 'limited') return again({ two_step_code: tooManyAttempts(reply, 'wrong codes', checked.retryAfterMs) }, 429);
+      const checked = await checkTwoStepCode(
+        signInContext(request, { page: 'reset' }),
+        account,
+        field(request, 'two_step_code'),
+      );
+      if (checked.kind === 'limited')
+        return again({ two_step_code: tooManyAttempts(reply, 'wrong codes', checked.retryAfterMs) }, 429);
       if (checked.kind === 'wrong') return again({ two_step_code: wrongCodeMessage(checked) }, 401);
     }
     const outcome = await completeReset(db(), send, { flowToken: token, passwordHash: await hashPassword(password) });
@@ -175,9 +249,18 @@ export async function selfServicePages(web: FastifyInstance): Promise<void> {
     await recordSecurityEvent(db(), request, {
       kind: 'password_reset',
       userId: outcome.userId,
-      details: { page: 'forgot', two_step: twoStep, sessions_ended: outcome.sessionsEnded, device_trusts_ended: outcome.deviceTrustsEnded },
+      details: {
+        page: 'forgot',
+        two_step: twoStep,
+        sessions_ended: outcome.sessionsEnded,
+        device_trusts_ended: outcome.deviceTrustsEnded,
+      },
     });
-    return sendMessage(reply, 'Your password was changed', 'Every application and every browser signed in to your account was signed out. Sign in again with your new password.');
+    return sendMessage(
+      reply,
+      'Your password was changed',
+      'Every application and every browser signed in to your account was signed out. Sign in again with your new password.',
+    );
   });
 
   // --- Links from the messages ---
@@ -187,7 +270,13 @@ export async function selfServicePages(web: FastifyInstance): Promise<void> {
     reset: { title: 'Reset your password', button: 'Continue to choose a new password' },
     email_change: { title: 'Confirm your new e-mail address', button: 'Use this e-mail address' },
   };
-  const deadLink = (reply: FastifyReply) => sendMessage(reply, 'This link has expired', 'This link has expired, was replaced by a newer one or was used already. Start again to get a new one.', 410);
+  const deadLink = (reply: FastifyReply) =>
+    sendMessage(
+      reply,
+      'This link has expired',
+      'This link has expired, was replaced by a newer one or was used already. Start again to get a new one.',
+      410,
+    );
 
   web.get<{ Querystring: { token?: unknown } }>(VERIFY, async (request, reply) => {
     const token = typeof request.query.token === 'string' ? request.query.token : '';
@@ -203,8 +292,18 @@ export async function selfServicePages(web: FastifyInstance): Promise<void> {
     if (found.purpose === 'email_change') {
       const outcome = await confirmEmailChange(db(), token);
       if (outcome.kind === 'ended') return deadLink(reply);
-      if (outcome.kind === 'taken') return sendMessage(reply, 'That address is taken', 'Another account uses this e-mail address now, so yours was not changed.', 409);
-      await recordSecurityEvent(db(), request, { kind: 'email_changed', userId: outcome.userId, details: { page: 'verify' } });
+      if (outcome.kind === 'taken')
+        return sendMessage(
+          reply,
+          'That address is taken',
+          'Another account uses this e-mail address now, so yours was not changed.',
+          409,
+        );
+      await recordSecurityEvent(db(), request, {
+        kind: 'email_changed',
+        userId: outcome.userId,
+        details: { page: 'verify' },
+      });
       return sendMessage(reply, 'E-mail address changed', `Your account's e-mail address is now ${outcome.newEmail}.`);
     }
     const outcome = await proveByLink(db(), found);

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AccountMail, SendAccountMail } from '../accounts/account-mail.ts';
+import { type AttemptLimit, attemptLimit, countAttempt } from '../http/attempt-limits.ts';
 import type { MailData, MailKind } from '../mail/index.ts';
-import { attemptLimit, countAttempt, type AttemptLimit } from '../http/attempt-limits.ts';
 import { field as formField } from './pages.ts';
 
 /** What the self-service pages share: their request limits, the mail sender, the flow cookies and the return address. */
@@ -37,7 +37,8 @@ export function signUpOpen(web: FastifyInstance): boolean {
 
 /** The mail module's sender (app.mail: retries, metrics, header-injection guard) for the account messages. */
 export function accountMailer(web: FastifyInstance): SendAccountMail {
-  const send = <Kind extends MailKind>(to: string, mail: { kind: Kind; data: MailData[Kind] }) => web.mail.send(mail.kind, to, mail.data);
+  const send = <Kind extends MailKind>(to: string, mail: { kind: Kind; data: MailData[Kind] }) =>
+    web.mail.send(mail.kind, to, mail.data);
   return async (to: string, mail: AccountMail) => (await send(to, mail)).outcome;
 }
 
@@ -45,15 +46,27 @@ export function accountMailer(web: FastifyInstance): SendAccountMail {
 export const FLOW_COOKIES = { sign_up: 'signup_flow', reset: 'reset_flow' } as const;
 const FLOW_TTL_S = 24 * 60 * 60;
 
-export function setFlowCookie(request: FastifyRequest, reply: FastifyReply, purpose: keyof typeof FLOW_COOKIES, token: string): void {
-  reply.setCookie(FLOW_COOKIES[purpose], token, { path: '/account', httpOnly: true, sameSite: 'lax', secure: request.server.config.baseUrl.startsWith('https:'), maxAge: FLOW_TTL_S });
+export function setFlowCookie(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  purpose: keyof typeof FLOW_COOKIES,
+  token: string,
+): void {
+  reply.setCookie(FLOW_COOKIES[purpose], token, {
+    path: '/account',
+    httpOnly: true,
+    sameSite: 'lax',
+    secure: request.server.config.baseUrl.startsWith('https:'),
+    maxAge: FLOW_TTL_S,
+  });
 }
 
 export function clearFlowCookie(reply: FastifyReply, purpose: keyof typeof FLOW_COOKIES): void {
   reply.clearCookie(FLOW_COOKIES[purpose], { path: '/account' });
 }
 
-export const flowToken = (request: FastifyRequest, purpose: keyof typeof FLOW_COOKIES): string | undefined => request.cookies[FLOW_COOKIES[purpose]];
+export const flowToken = (request: FastifyRequest, purpose: keyof typeof FLOW_COOKIES): string | undefined =>
+  request.cookies[FLOW_COOKIES[purpose]];
 
 /**
  * Where a person goes after signing up: the OAuth login page they came from, or the account page.

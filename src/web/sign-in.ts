@@ -26,5 +26,11 @@ export function registerSignInLimits(web: FastifyInstance): void {
 
 /** What the sign-in and account services need from a page's request. */
 export function signInContext(request: FastifyRequest, where: { page: string; clientId?: string }): SignInContext {
-  return { db: request.server.database.db, ip: request.ip, log: request.log, limits: request.server.signInLimits, ...where };
+  return {
+    db: request.server.database.db,
+    ip: request.ip,
+    log: request.log,
+    limits: request.server.signInLimits,
+    ...where,
+  };
 }

@@ -11,6 +11,8 @@ export async function spawnCodeRoutes(app: FastifyInstance): Promise<void> {
     if (modId === undefined) throw badRequest('mod_id must be a workshop mod id');
     const engrams = await engramsOfMod(app.database.db, app.config, modId);
     const modName = engrams.find((engram) => engram.mod_name)?.mod_name;
-    return reply.type('text/html; charset=utf-8').send(renderPage('spawn-codes', { title: `Spawn codes: ${modName ?? `mod ${modId}`}`, engrams }));
+    return reply
+      .type('text/html; charset=utf-8')
+      .send(renderPage('spawn-codes', { title: `Spawn codes: ${modName ?? `mod ${modId}`}`, engrams }));
   });
 }

@@ -31,9 +31,17 @@ export async function readWebSession(request: FastifyRequest): Promise<WebSessio
  * After a sign-in step: signs the browser in (`signed_in`), or starts the sign-in that waits for
  * its two-step code (`needs_code`), replacing any earlier sign-in of this browser under a new token.
  */
-export async function startBrowserSignIn(request: FastifyRequest, reply: FastifyReply, outcome: { kind: 'signed_in' | 'needs_code'; account: Account }): Promise<void> {
+export async function startBrowserSignIn(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  outcome: { kind: 'signed_in' | 'needs_code'; account: Account },
+): Promise<void> {
   await endWebSession(request, reply);
-  const { token, ttlMs } = await createWebSession(request.server.database.db, outcome.account.userId, outcome.kind === 'needs_code');
+  const { token, ttlMs } = await createWebSession(
+    request.server.database.db,
+    outcome.account.userId,
+    outcome.kind === 'needs_code',
+  );
   reply.setCookie(SESSION_COOKIE, token, cookieOptions(request, ttlMs));
 }
 

@@ -6,10 +6,17 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createAccount, findAccount } from '../../src/accounts/accounts.ts';
+import { type Mailbox, startMailbox } from '../helpers/mail.ts';
 import { newAccount } from '../helpers/oauth.ts';
-import { startMailbox, type Mailbox } from '../helpers/mail.ts';
+import {
+  type Inbox,
+  newAddress,
+  OwnIpClient,
+  STRONG_PASSWORD,
+  smtpInbox,
+  submitForm,
+} from '../helpers/self-service.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
-import { smtpInbox, newAddress, OwnIpClient, STRONG_PASSWORD, submitForm, type Inbox } from '../helpers/self-service.ts';
 
 let server: TestServer;
 let mailbox: Mailbox;
@@ -29,11 +36,15 @@ after(async () => {
 async function signedIn() {
   const account = await newAccount(server);
   const browser = new OwnIpClient(server);
-  assert.equal((await browser.submit('/account/sign-in', { username: account.username, password: account.password })).status, 303);
+  assert.equal(
+    (await browser.submit('/account/sign-in', { username: account.username, password: account.password })).status,
+    303,
+  );
   return { account, browser };
 }
 
-const changeEmail = (browser: OwnIpClient, fields: Record<string, string>) => browser.submit('/account', fields, /\/account\/email$/);
+const changeEmail = (browser: OwnIpClient, fields: Record<string, string>) =>
+  browser.submit('/account', fields, /\/account\/email$/);
 
 describe('e-mail change', () => {
   test('the new address gets a link, the old one a notice; confirming the link changes the address, once', async () => {
@@ -49,7 +60,11 @@ describe('e-mail change', () => {
     const notice = await inbox.next(account.email);
     assert.equal(notice.link, undefined, 'the old address gets no link');
     assert.ok(!notice.text.includes(next), 'and not the whole new address');
-    assert.equal((await findAccount(server.app.database.db, account.userId))?.email, account.email, 'nothing changes before the link');
+    assert.equal(
+      (await findAccount(server.app.database.db, account.userId))?.email,
+      account.email,
+      'nothing changes before the link',
+    );
 
     // A reset asked for at the old address meanwhile…
     const resetter = new OwnIpClient(server);
@@ -61,14 +76,23 @@ describe('e-mail change', () => {
     const opener = new OwnIpClient(server);
     const shown = await opener.fetch(link.link!);
     assert.equal(shown.status, 200);
-    assert.equal((await findAccount(server.app.database.db, account.userId))?.email, account.email, 'opening (GET) changes nothing');
+    assert.equal(
+      (await findAccount(server.app.database.db, account.userId))?.email,
+      account.email,
+      'opening (GET) changes nothing',
+    );
     const done = await submitForm(opener, shown.text, {}, /\/account\/verify$/);
     assert.equal(done.status, 200, done.text);
     assert.equal((await findAccount(server.app.database.db, account.userId))?.email, next.toLowerCase());
     assert.equal((await submitForm(opener, shown.text, {}, /\/account\/verify$/)).status, 410, 'the link works once');
     const lateReset = await resetter.submitOn(codePage.text, { code: resetMail.code! }, /\/code$/);
     assert.equal(lateReset.status, 410, '…no longer works once the address changed');
-    const events = await server.app.database.db.selectFrom('security_events').select('event_id').where('kind', '=', 'email_changed').where('user_id', '=', account.userId).execute();
+    const events = await server.app.database.db
+      .selectFrom('security_events')
+      .select('event_id')
+      .where('kind', '=', 'email_changed')
+      .where('user_id', '=', account.userId)
+      .execute();
     assert.equal(events.length, 1);
     const mine = await browser.fetch('/account');
     assert.ok(mine.text.includes(next.toLowerCase()));
@@ -94,7 +118,9 @@ describe('e-mail change', () => {
     const signedOut = new OwnIpClient(server);
     const page = await signedOut.fetch('/account/sign-in');
     const csrf = /name="_csrf" value="([^"]+)"/.exec(page.text)![1]!;
-    const anonymous = await signedOut.fetch('/account/email', { form: { _csrf: csrf, new_email: newAddress(), current_password: 'x' } });
+    const anonymous = await signedOut.fetch('/account/email', {
+      form: { _csrf: csrf, new_email: newAddress(), current_password: 'x' },
+    });
     assert.equal(anonymous.status, 303, 'signed out: sent to sign in');
   });
 
@@ -104,7 +130,11 @@ describe('e-mail change', () => {
     assert.equal((await changeEmail(browser, { new_email: next, current_password: account.password })).status, 303);
     const link = await inbox.next(next);
     await inbox.next(account.email);
-    await createAccount(server.app.database.db, { username: `grab${Date.now()}`, email: next, password: STRONG_PASSWORD }, server.app.secrets);
+    await createAccount(
+      server.app.database.db,
+      { username: `grab${Date.now()}`, email: next, password: STRONG_PASSWORD },
+      server.app.secrets,
+    );
     const opener = new OwnIpClient(server);
     const shown = await opener.fetch(link.link!);
     const answer = await submitForm(opener, shown.text, {}, /\/account\/verify$/);

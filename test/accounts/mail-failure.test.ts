@@ -5,10 +5,18 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { findAccountByLogin } from '../../src/accounts/accounts.ts';
-import { downUrl, startMailbox, type Mailbox } from '../helpers/mail.ts';
+import { downUrl, type Mailbox, startMailbox } from '../helpers/mail.ts';
 import { newAccount } from '../helpers/oauth.ts';
+import {
+  finishSignUp,
+  type Inbox,
+  newAddress,
+  OwnIpClient,
+  STRONG_PASSWORD,
+  smtpInbox,
+  startSignUp,
+} from '../helpers/self-service.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
-import { finishSignUp, newAddress, OwnIpClient, smtpInbox, startSignUp, STRONG_PASSWORD, type Inbox } from '../helpers/self-service.ts';
 
 /** Tries per message (the mail module retries twice). */
 const TRIES = 3;
@@ -19,7 +27,10 @@ describe('SMTP refusing mail', () => {
   let inbox: Inbox;
   before(async () => {
     mailbox = await startMailbox();
-    server = await startServer({ env: { TRUST_PROXY: 'true', SMTP_URL: mailbox.url }, mail: { retryDelaysMs: [0, 0] } });
+    server = await startServer({
+      env: { TRUST_PROXY: 'true', SMTP_URL: mailbox.url },
+      mail: { retryDelaysMs: [0, 0] },
+    });
     inbox = smtpInbox(mailbox);
   });
   after(async () => {
@@ -69,13 +80,24 @@ describe('SMTP refusing mail', () => {
     assert.equal(retried.status, 303);
     assert.ok((await inbox.next(account.email)).code);
 
-    assert.equal((await client.submit('/account/sign-in', { username: account.username, password: account.password })).status, 303);
+    assert.equal(
+      (await client.submit('/account/sign-in', { username: account.username, password: account.password })).status,
+      303,
+    );
     const next = newAddress('moving');
     mailbox.refuse(TRIES);
-    const change = await client.submit('/account', { new_email: next, current_password: account.password }, /\/account\/email$/);
+    const change = await client.submit(
+      '/account',
+      { new_email: next, current_password: account.password },
+      /\/account\/email$/,
+    );
     assert.equal(change.status, 503);
     assert.match(change.text, /id="email-error"/);
-    const again = await client.submit('/account', { new_email: next, current_password: account.password }, /\/account\/email$/);
+    const again = await client.submit(
+      '/account',
+      { new_email: next, current_password: account.password },
+      /\/account\/email$/,
+    );
     assert.equal(again.status, 303);
     assert.ok((await inbox.next(next)).link);
   });
@@ -84,7 +106,10 @@ describe('SMTP refusing mail', () => {
 describe('SMTP down', () => {
   let server: TestServer;
   before(async () => {
-    server = await startServer({ env: { TRUST_PROXY: 'true', SMTP_URL: await downUrl() }, mail: { retryDelaysMs: [0, 0] } });
+    server = await startServer({
+      env: { TRUST_PROXY: 'true', SMTP_URL: await downUrl() },
+      mail: { retryDelaysMs: [0, 0] },
+    });
   });
   after(() => server?.close());
 

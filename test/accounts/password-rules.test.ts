@@ -5,7 +5,13 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { AccountError, createAccount, findAccount, setPassword, storePasswordHash } from '../../src/accounts/accounts.ts';
+import {
+  AccountError,
+  createAccount,
+  findAccount,
+  setPassword,
+  storePasswordHash,
+} from '../../src/accounts/accounts.ts';
 import { passwordRefusal } from '../../src/accounts/password-rules.ts';
 import { hashPassword, verifyPassword } from '../../src/accounts/passwords.ts';
 import { FormClient, newAccount } from '../helpers/oauth.ts';
@@ -16,7 +22,11 @@ describe('passwordRefusal', () => {
     assert.match((await passwordRefusal('Xk9#vq2!z'))!, /at least 10 characters/);
     assert.equal(await passwordRefusal('Xk9#vq2!zR'), undefined);
     assert.match((await passwordRefusal(`a${'x9#Q'.repeat(256)}`))!, /at most 1024 characters/);
-    assert.equal(await passwordRefusal(`kettle violet sunrise ${'x'.repeat(1002)}`), undefined, '1024 characters are allowed');
+    assert.equal(
+      await passwordRefusal(`kettle violet sunrise ${'x'.repeat(1002)}`),
+      undefined,
+      '1024 characters are allowed',
+    );
   });
 
   test("commonly used or easy to guess: refused with zxcvbn's warning as the reason", async () => {
@@ -33,12 +43,21 @@ describe('passwordRefusal', () => {
 
   test('the username and e-mail address count as easy to guess', async () => {
     assert.equal(await passwordRefusal('zebulon-fitz7'), undefined, 'acceptable in itself');
-    assert.match((await passwordRefusal('zebulon-fitz7', ['zebulon-fitz', 'zebulon@example.com'])) ?? 'accepted', /personal/);
+    assert.match(
+      (await passwordRefusal('zebulon-fitz7', ['zebulon-fitz', 'zebulon@example.com'])) ?? 'accepted',
+      /personal/,
+    );
     assert.match((await passwordRefusal('zebulon@example.com', ['someone', 'zebulon@example.com'])) ?? 'accepted', /./);
   });
 
   test('strong passwords pass, including long passphrases and non-ASCII', async () => {
-    for (const password of ['correct horse battery', 'kettle-violet-sunrise-42', 'Tr0ub4dor&3xyz', 'grüne Wiese über dem Fluss', '東京タワーの夜景がきれい']) {
+    for (const password of [
+      'correct horse battery',
+      'kettle-violet-sunrise-42',
+      'Tr0ub4dor&3xyz',
+      'grüne Wiese über dem Fluss',
+      '東京タワーの夜景がきれい',
+    ]) {
       assert.equal(await passwordRefusal(password), undefined, password);
     }
   });
@@ -46,7 +65,9 @@ describe('passwordRefusal', () => {
   test('many checks at once all get their own answer', async () => {
     const passwords = Array.from({ length: 20 }, (_, i) => (i % 2 ? `password${i}` : `kettle violet sunrise ${i}`));
     const answers = await Promise.all(passwords.map((password) => passwordRefusal(password)));
-    answers.forEach((answer, i) => (i % 2 ? assert.ok(answer, passwords[i]) : assert.equal(answer, undefined, passwords[i])));
+    answers.forEach((answer, i) =>
+      i % 2 ? assert.ok(answer, passwords[i]) : assert.equal(answer, undefined, passwords[i]),
+    );
   });
 });
 
@@ -60,17 +81,38 @@ describe('wherever a password is set', () => {
 
   test('createAccount refuses a weak password and creates nothing', async () => {
     await assert.rejects(
-      createAccount(db(), { username: 'weak-one', email: 'weak-one@example.com', password: 'password123' }, server.app.secrets),
+      createAccount(
+        db(),
+        { username: 'weak-one', email: 'weak-one@example.com', password: 'password123' },
+        server.app.secrets,
+      ),
       (error: Error) => error instanceof AccountError && /commonly used/.test(error.message),
     );
-    await assert.rejects(createAccount(db(), { username: 'weak-two', email: 'weak-two@example.com', password: 'weak-two-1' }, server.app.secrets), AccountError);
-    assert.equal(await db().selectFrom('users').select('user_id').where('username', 'in', ['weak-one', 'weak-two']).executeTakeFirst(), undefined);
+    await assert.rejects(
+      createAccount(
+        db(),
+        { username: 'weak-two', email: 'weak-two@example.com', password: 'weak-two-1' },
+        server.app.secrets,
+      ),
+      AccountError,
+    );
+    assert.equal(
+      await db()
+        .selectFrom('users')
+        .select('user_id')
+        .where('username', 'in', ['weak-one', 'weak-two'])
+        .executeTakeFirst(),
+      undefined,
+    );
   });
 
   test('setPassword refuses a weak password and keeps the old one', async () => {
     const account = await newAccount(server);
     await assert.rejects(setPassword(db(), account.userId, 'password123'), AccountError);
-    await assert.rejects(setPassword(db(), account.userId, `${account.username}1`), (error: Error) => error instanceof AccountError && /personal/.test(error.message));
+    await assert.rejects(
+      setPassword(db(), account.userId, `${account.username}1`),
+      (error: Error) => error instanceof AccountError && /personal/.test(error.message),
+    );
     assert.ok(await verifyPassword((await findAccount(db(), account.userId))!.passwordHash, account.password));
     assert.equal(await setPassword(db(), account.userId, 'kettle violet sunrise'), true);
   });

@@ -7,10 +7,20 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { findAccountByLogin } from '../../src/accounts/accounts.ts';
-import { startLogin, newApp } from '../helpers/oauth.ts';
-import { startMailbox, type Mailbox } from '../helpers/mail.ts';
+import { type Mailbox, startMailbox } from '../helpers/mail.ts';
+import { newApp, startLogin } from '../helpers/oauth.ts';
+import {
+  finishSignUp,
+  type Inbox,
+  maskTokens,
+  newAddress,
+  OwnIpClient,
+  STRONG_PASSWORD,
+  smtpInbox,
+  startSignUp,
+  submitForm,
+} from '../helpers/self-service.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
-import { submitForm, finishSignUp, smtpInbox, maskTokens, newAddress, OwnIpClient, startSignUp, STRONG_PASSWORD, type Inbox } from '../helpers/self-service.ts';
 
 let server: TestServer;
 let mailbox: Mailbox;
@@ -29,7 +39,12 @@ after(async () => {
   await mailbox?.close();
 });
 
-const events = async (kind: string) => server.app.database.db.selectFrom('security_events').select(['user_id', 'details']).where('kind', '=', kind).execute();
+const events = async (kind: string) =>
+  server.app.database.db
+    .selectFrom('security_events')
+    .select(['user_id', 'details'])
+    .where('kind', '=', kind)
+    .execute();
 
 describe('sign-up', () => {
   test('by code: the account is created with the verified address, signed in, welcomed, and sent to /account', async () => {
@@ -89,7 +104,14 @@ describe('sign-up', () => {
       const ms = performance.now() - started;
       const next = await client.fetch(answer.location!);
       const cookie = answer.headers.get('set-cookie')!.replace(/signup_flow=[^;]+/, 'signup_flow=…');
-      return { status: answer.status, location: answer.location, body: answer.text, cookie, page: maskTokens(next.text), ms };
+      return {
+        status: answer.status,
+        location: answer.location,
+        body: answer.text,
+        cookie,
+        page: maskTokens(next.text),
+        ms,
+      };
     }
     const timings = { known: [] as number[], unknown: [] as number[] };
     let first: { known: Awaited<ReturnType<typeof ask>>; unknown: Awaited<ReturnType<typeof ask>> } | undefined;
@@ -105,10 +127,17 @@ describe('sign-up', () => {
       assert.ok((await inbox.next(fresh)).code, 'a new address gets a code');
     }
     assert.equal(first!.known.status, 303);
-    assert.deepEqual({ ...first!.known, ms: 0 }, { ...first!.unknown, ms: 0 }, 'the same answer and the same next page');
+    assert.deepEqual(
+      { ...first!.known, ms: 0 },
+      { ...first!.unknown, ms: 0 },
+      'the same answer and the same next page',
+    );
     const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
     const [k, u] = [median(timings.known), median(timings.unknown)];
-    assert.ok(Math.abs(k - u) < Math.max(25, 0.5 * Math.max(k, u)), `similar time: known ${k.toFixed(1)} ms, unknown ${u.toFixed(1)} ms`);
+    assert.ok(
+      Math.abs(k - u) < Math.max(25, 0.5 * Math.max(k, u)),
+      `similar time: known ${k.toFixed(1)} ms, unknown ${u.toFixed(1)} ms`,
+    );
   });
 
   test('5 wrong codes end the request, even sent at once; the right code then fails too', async () => {
@@ -116,8 +145,14 @@ describe('sign-up', () => {
     const { browser, mail } = await startSignUp(server, inbox, email);
     const wrong = String((Number(mail.code) + 1) % 1_000_000).padStart(6, '0');
     const page = await browser.fetch('/account/sign-up');
-    const answers = await Promise.all(Array.from({ length: 12 }, () => browser.submitOn(page.text, { code: wrong }, /\/code$/)));
-    assert.equal(answers.filter((answer) => answer.status === 400).length, 4, 'four wrong codes say so; the fifth ends the request');
+    const answers = await Promise.all(
+      Array.from({ length: 12 }, () => browser.submitOn(page.text, { code: wrong }, /\/code$/)),
+    );
+    assert.equal(
+      answers.filter((answer) => answer.status === 400).length,
+      4,
+      'four wrong codes say so; the fifth ends the request',
+    );
     assert.ok(answers.every((answer) => answer.status === 400 || answer.status === 410));
     const right = await browser.submitOn(page.text, { code: mail.code! }, /\/code$/);
     assert.equal(right.status, 410, 'the request has ended');
@@ -137,10 +172,14 @@ describe('sign-up', () => {
     assert.match(page.text, /name="username"/);
     const twice = await second.browser.fetch('/account/sign-up/code', { form: { code: second.mail.code! } });
     assert.equal(twice.status, 403, 'no CSRF token');
-    const replay = await second.browser.submitOn(page.text.replace('/account/sign-up/details', '/account/sign-up/code'), { code: second.mail.code! }, /\/code$/);
+    const replay = await second.browser.submitOn(
+      page.text.replace('/account/sign-up/details', '/account/sign-up/code'),
+      { code: second.mail.code! },
+      /\/code$/,
+    );
     assert.equal(replay.status, 410, 'the code is used up');
     const wrongLink = await second.browser.fetch(first.mail.link!);
-    assert.equal(wrongLink.status, 410, 'the replaced request\'s link is dead too');
+    assert.equal(wrongLink.status, 410, "the replaced request's link is dead too");
   });
 
   test('every sign-up form refuses a missing or foreign CSRF token', async () => {
@@ -164,7 +203,10 @@ describe('sign-up', () => {
 
   test('the return address: the OAuth login page it came from, never another site', async () => {
     const app = await newApp(server);
-    const login = await startLogin(server, { client_id: app.clientId, code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM' });
+    const login = await startLogin(server, {
+      client_id: app.clientId,
+      code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+    });
     const signInPage = await new OwnIpClient(server).fetch(login);
     const link = /href="(\/account\/sign-up\?return_to=[^"]+)"/.exec(signInPage.text)?.[1];
     assert.ok(link, 'the login page links "Create an account" with its own address');
@@ -176,7 +218,15 @@ describe('sign-up', () => {
     const consent = await browser.fetch(login);
     assert.match(consent.text, /name="decision"/, 'signed in there: the consent page');
 
-    for (const hostile of ['https://evil.example/', '//evil.example/x', '/\\evil.example', '/login/../../evil', 'javascript:alert(1)', '/login/x', `${server.url}/account`]) {
+    for (const hostile of [
+      'https://evil.example/',
+      '//evil.example/x',
+      '/\\evil.example',
+      '/login/../../evil',
+      'javascript:alert(1)',
+      '/login/x',
+      `${server.url}/account`,
+    ]) {
       const { browser: b, mail: m } = await startSignUp(server, inbox, newAddress(), { returnTo: hostile });
       const done = await finishSignUp(b, m.code!, { username: newUsername(), password: STRONG_PASSWORD });
       assert.equal(done.location, '/account', `${hostile} is not followed`);
@@ -187,7 +237,15 @@ describe('sign-up', () => {
 
   test('addresses with CR, LF, NUL, spaces or too long are a form error, nothing is sent', async () => {
     const client = new OwnIpClient(server);
-    for (const email of ['victim@example.com\r\nBcc: all@example.com', 'victim@example.com\nBcc: x@example.com', 'vic\u0000tim@example.com', 'two words@example.com', `${'a'.repeat(64)}@${'b'.repeat(190)}.example.com`, 'no-at-sign', 'a@b']) {
+    for (const email of [
+      'victim@example.com\r\nBcc: all@example.com',
+      'victim@example.com\nBcc: x@example.com',
+      'vic\u0000tim@example.com',
+      'two words@example.com',
+      `${'a'.repeat(64)}@${'b'.repeat(190)}.example.com`,
+      'no-at-sign',
+      'a@b',
+    ]) {
       const page = await client.fetch('/account/sign-up');
       const answer = await client.submitOn(page.text, { email }, /^\/account\/sign-up$/);
       assert.equal(answer.status, 400, JSON.stringify(email));
@@ -197,8 +255,24 @@ describe('sign-up', () => {
     const fresh = new OwnIpClient(server);
     const repeated = await fresh.fetch('/account/sign-up');
     const csrf = /name="_csrf" value="([^"]+)"/.exec(repeated.text)![1]!;
-    const body = new URLSearchParams([['_csrf', csrf], ['email', newAddress()], ['email', newAddress()]]).toString();
-    const answer = await fetch(`${server.url}/account/sign-up`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-forwarded-for': fresh.ip, cookie: repeated.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ') }, body });
+    const body = new URLSearchParams([
+      ['_csrf', csrf],
+      ['email', newAddress()],
+      ['email', newAddress()],
+    ]).toString();
+    const answer = await fetch(`${server.url}/account/sign-up`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        'x-forwarded-for': fresh.ip,
+        cookie: repeated.headers
+          .getSetCookie()
+          .map((c) => c.split(';')[0])
+          .join('; '),
+      },
+      body,
+    });
     assert.equal(answer.status, 400, 'a repeated field is no address');
   });
 
@@ -225,7 +299,11 @@ describe('sign-up', () => {
     const weak = await browser.submit('/account/sign-up', { username: newUsername(), password: 'short' }, /\/details$/);
     assert.equal(weak.status, 400);
     assert.match(weak.text, /id="password-error"/);
-    const created = await browser.submit('/account/sign-up', { username: newUsername(), password: STRONG_PASSWORD }, /\/details$/);
+    const created = await browser.submit(
+      '/account/sign-up',
+      { username: newUsername(), password: STRONG_PASSWORD },
+      /\/details$/,
+    );
     assert.equal(created.status, 303, 'the request survived the refusals');
   });
 
@@ -235,8 +313,16 @@ describe('sign-up', () => {
     await a.browser.submit('/account/sign-up', { code: a.mail.code! }, /\/code$/);
     // Someone else gets the account for the address first (the operator, say).
     const { createAccount } = await import('../../src/accounts/accounts.ts');
-    await createAccount(server.app.database.db, { username: newUsername(), email, password: STRONG_PASSWORD }, server.app.secrets);
-    const answer = await a.browser.submit('/account/sign-up', { username: newUsername(), password: STRONG_PASSWORD }, /\/details$/);
+    await createAccount(
+      server.app.database.db,
+      { username: newUsername(), email, password: STRONG_PASSWORD },
+      server.app.secrets,
+    );
+    const answer = await a.browser.submit(
+      '/account/sign-up',
+      { username: newUsername(), password: STRONG_PASSWORD },
+      /\/details$/,
+    );
     assert.equal(answer.status, 409);
     assert.match(answer.text, /created meanwhile/);
   });
@@ -245,13 +331,17 @@ describe('sign-up', () => {
     const email = newAddress();
     const clients = Array.from({ length: 8 }, () => new OwnIpClient(server));
     const pages = await Promise.all(clients.map((client) => client.fetch('/account/sign-up')));
-    const answers = await Promise.all(clients.map((client, i) => client.submitOn(pages[i]!.text, { email }, /^\/account\/sign-up$/)));
+    const answers = await Promise.all(
+      clients.map((client, i) => client.submitOn(pages[i]!.text, { email }, /^\/account\/sign-up$/)),
+    );
     assert.equal(answers.filter((answer) => answer.status === 303).length, 5);
     assert.equal(answers.filter((answer) => answer.status === 429).length, 3);
     assert.ok(answers.find((answer) => answer.status === 429)!.headers.get('retry-after'));
     const one = new OwnIpClient(server);
     const page = await one.fetch('/account/sign-up');
-    const burst = await Promise.all(Array.from({ length: 24 }, () => one.submitOn(page.text, { email: newAddress() }, /^\/account\/sign-up$/)));
+    const burst = await Promise.all(
+      Array.from({ length: 24 }, () => one.submitOn(page.text, { email: newAddress() }, /^\/account\/sign-up$/)),
+    );
     assert.equal(burst.filter((answer) => answer.status === 303).length, 20);
     assert.equal(burst.filter((answer) => answer.status === 429).length, 4);
   });
@@ -266,7 +356,8 @@ describe('sign-up closed', () => {
 
   test('SIGN_UP=closed: the sign-up pages answer 404 and no page links them', async () => {
     const client = new OwnIpClient(closed);
-    for (const path of ['/account/sign-up', '/account/sign-up?restart']) assert.equal((await client.fetch(path)).status, 404, path);
+    for (const path of ['/account/sign-up', '/account/sign-up?restart'])
+      assert.equal((await client.fetch(path)).status, 404, path);
     const signIn = await client.fetch('/account/sign-in');
     assert.doesNotMatch(signIn.text, /Create an account/);
     assert.doesNotMatch((await client.fetch('/')).text, /sign-up/, 'nor the home page');

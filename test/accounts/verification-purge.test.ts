@@ -19,7 +19,10 @@ test('expired requests are purged, live ones stay', async () => {
   await issueRequest(db, { purpose: 'sign_up', address: 'purge-me@example.com', userId: null }, now);
   await issueRequest(db, { purpose: 'reset', address: account.email, userId: account.userId }, now);
   await issueRequest(db, { purpose: 'email_change', address: 'new-home@example.com', userId: account.userId }, now);
-  const left = async () => (await db.selectFrom('verification_requests').select('purpose').orderBy('purpose').execute()).map((row) => row.purpose);
+  const left = async () =>
+    (await db.selectFrom('verification_requests').select('purpose').orderBy('purpose').execute()).map(
+      (row) => row.purpose,
+    );
   await purgeExpired(db, now + 14 * 60_000);
   assert.deepEqual(await left(), ['email_change', 'reset', 'sign_up']);
   const purged = await purgeExpired(db, now + 16 * 60_000);

@@ -8,7 +8,13 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { totpCode } from '../../src/accounts/totp.ts';
-import { checkLayoutAndCapture, clickAndLoad, launchBrowser, startBrowserServer, withPage } from '../helpers/browser.ts';
+import {
+  checkLayoutAndCapture,
+  clickAndLoad,
+  launchBrowser,
+  startBrowserServer,
+  withPage,
+} from '../helpers/browser.ts';
 import { newAccount } from '../helpers/oauth.ts';
 import type { TestServer } from '../helpers/server.ts';
 
@@ -33,7 +39,11 @@ describe('backup codes in a real browser', () => {
     assert.equal((await clickAndLoad(page, page.getByRole('button', { name: 'Sign in' }))).status(), 303);
   }
 
-  const shown = (page: Page) => page.locator('#backup-codes li').allTextContents().then((codes) => codes.map((c) => c.trim()));
+  const shown = (page: Page) =>
+    page
+      .locator('#backup-codes li')
+      .allTextContents()
+      .then((codes) => codes.map((c) => c.trim()));
   const section = (page: Page) => page.locator('.backup-codes-part');
 
   for (const javaScriptEnabled of [true, false]) {
@@ -45,7 +55,10 @@ describe('backup codes in a real browser', () => {
         await page.getByRole('heading', { name: 'Your account' }).waitFor();
         const secret = new URL((await page.locator('#otpauth-uri').textContent())!).searchParams.get('secret')!;
         await page.getByLabel('Code from the app').fill(totpCode(secret));
-        assert.equal((await clickAndLoad(page, page.getByRole('button', { name: 'Turn on two-step verification' }))).status(), 303);
+        assert.equal(
+          (await clickAndLoad(page, page.getByRole('button', { name: 'Turn on two-step verification' }))).status(),
+          303,
+        );
 
         const first = await shown(page);
         assert.equal(first.length, 10);
@@ -58,11 +71,17 @@ describe('backup codes in a real browser', () => {
 
         // A new set: refused without a right code, the error next to its input.
         await page.getByLabel('Current code, for a new set').fill(totpCode(secret, Date.now() + 20 * STEP));
-        assert.equal((await clickAndLoad(page, page.getByRole('button', { name: 'Make new backup codes' }))).status(), 401);
+        assert.equal(
+          (await clickAndLoad(page, page.getByRole('button', { name: 'Make new backup codes' }))).status(),
+          401,
+        );
         assert.match((await section(page).getByRole('alert').textContent()) ?? '', /code is not right/);
         if (javaScriptEnabled) await checkLayoutAndCapture(page, 'account-backup-codes-error');
         await page.getByLabel('Current code, for a new set').fill(first[0]!);
-        assert.equal((await clickAndLoad(page, page.getByRole('button', { name: 'Make new backup codes' }))).status(), 303);
+        assert.equal(
+          (await clickAndLoad(page, page.getByRole('button', { name: 'Make new backup codes' }))).status(),
+          303,
+        );
         assert.match((await page.getByRole('status').textContent()) ?? '', /new set of backup codes/);
         const second = await shown(page);
         assert.equal(second.length, 10);
@@ -76,7 +95,11 @@ describe('backup codes in a real browser', () => {
         assert.match((await page.locator('main, body').first().textContent()) ?? '', /backup codes/);
         if (javaScriptEnabled) await checkLayoutAndCapture(page, `two-step-backup-code${suffix}`);
         await page.getByLabel('Verification code').fill(first[1]!);
-        assert.equal((await clickAndLoad(page, page.getByRole('button', { name: 'Verify' }))).status(), 401, 'a code of the old set');
+        assert.equal(
+          (await clickAndLoad(page, page.getByRole('button', { name: 'Verify' }))).status(),
+          401,
+          'a code of the old set',
+        );
         await page.getByLabel('Verification code').fill(second[0]!.toUpperCase());
         assert.equal((await clickAndLoad(page, page.getByRole('button', { name: 'Verify' }))).status(), 303);
         await page.getByRole('heading', { name: 'Your account' }).waitFor();

@@ -13,7 +13,13 @@ import { after, before, describe, test } from 'node:test';
 import * as oauth from 'oauth4webapi';
 import type { Browser, Page } from 'playwright-core';
 import { newTotpSecret, totpCode } from '../../src/accounts/totp.ts';
-import { checkLayoutAndCapture, clickAndLoad, launchBrowser, startBrowserServer, withPage } from '../helpers/browser.ts';
+import {
+  checkLayoutAndCapture,
+  clickAndLoad,
+  launchBrowser,
+  startBrowserServer,
+  withPage,
+} from '../helpers/browser.ts';
 import { newAccount } from '../helpers/oauth.ts';
 import type { TestServer } from '../helpers/server.ts';
 
@@ -29,7 +35,11 @@ describe('developer applications in a real browser', () => {
 
   before(async () => {
     [server, browser] = await Promise.all([startBrowserServer(), launchBrowser()]);
-    client = createServer((_request, response) => response.writeHead(200, { 'content-type': 'text/html' }).end('<!DOCTYPE html><title>Back</title><p>Back at the application</p>'));
+    client = createServer((_request, response) =>
+      response
+        .writeHead(200, { 'content-type': 'text/html' })
+        .end('<!DOCTYPE html><title>Back</title><p>Back at the application</p>'),
+    );
     await new Promise<void>((resolve) => client.listen(0, '127.0.0.1', resolve));
     CALLBACK = `http://127.0.0.1:${(client.address() as AddressInfo).port}/callback`;
   });
@@ -103,7 +113,10 @@ describe('developer applications in a real browser', () => {
       clientSecret = (await page.locator('#client-secret').textContent())!;
       assert.match(clientId, /^[0-9a-f-]{36}$/);
       assert.ok(clientSecret.length >= 32);
-      assert.equal(await page.locator('#discovery-url').textContent(), `${server.url}/.well-known/oauth-authorization-server`);
+      assert.equal(
+        await page.locator('#discovery-url').textContent(),
+        `${server.url}/.well-known/oauth-authorization-server`,
+      );
       await checkLayoutAndCapture(page, 'apps-created', { hasForm: false });
 
       await page.getByRole('link', { name: 'Back to your applications' }).first().click();
@@ -157,14 +170,25 @@ describe('developer applications in a real browser', () => {
       assert.equal(await website.getAttribute('href'), 'https://guild.example/');
       assert.equal(await website.getAttribute('rel'), 'noopener noreferrer nofollow');
       await checkLayoutAndCapture(page, 'consent-made-by');
-      await Promise.all([page.waitForURL((at) => at.href.startsWith(CALLBACK)), page.getByRole('button', { name: 'Allow' }).click()]);
+      await Promise.all([
+        page.waitForURL((at) => at.href.startsWith(CALLBACK)),
+        page.getByRole('button', { name: 'Allow' }).click(),
+      ]);
       callback = new URL(page.url());
     });
     const params = oauth.validateAuthResponse(as, client, callback!, state);
     const tokens = await oauth.processAuthorizationCodeResponse(
       as,
       client,
-      await oauth.authorizationCodeGrantRequest(as, client, oauth.ClientSecretPost(clientSecret), params, CALLBACK, verifier, { [oauth.allowInsecureRequests]: true }),
+      await oauth.authorizationCodeGrantRequest(
+        as,
+        client,
+        oauth.ClientSecretPost(clientSecret),
+        params,
+        CALLBACK,
+        verifier,
+        { [oauth.allowInsecureRequests]: true },
+      ),
     );
     const me = await server.request('GET', '/v4/user', { headers: { authorization: `Bearer ${tokens.access_token}` } });
     assert.equal(me.status, 200);

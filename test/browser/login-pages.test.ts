@@ -12,7 +12,13 @@ import * as OTPAuth from 'otpauth';
 import type { Browser, BrowserContextOptions, Page } from 'playwright-core';
 import { newTotpSecret } from '../../src/accounts/totp.ts';
 import { SCOPES } from '../../src/oauth/scopes.ts';
-import { checkLayoutAndCapture, launchBrowser, startBrowserServer, watchPage, withPage as withBrowserPage } from '../helpers/browser.ts';
+import {
+  checkLayoutAndCapture,
+  launchBrowser,
+  startBrowserServer,
+  watchPage,
+  withPage as withBrowserPage,
+} from '../helpers/browser.ts';
 import { newAccount, newApp as newOAuthApp, pkcePair, tokenRequest } from '../helpers/oauth.ts';
 import type { TestServer } from '../helpers/server.ts';
 
@@ -32,7 +38,9 @@ describe('login pages in a real browser', () => {
   before(async () => {
     client = createServer((request, response) => {
       arrivals.push(new URL(request.url!, REDIRECT_URI));
-      response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end('<!DOCTYPE html><title>Client</title><p>Back at the application</p>');
+      response
+        .writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
+        .end('<!DOCTYPE html><title>Client</title><p>Back at the application</p>');
     });
     await new Promise<void>((resolve) => client.listen(0, '127.0.0.1', resolve));
     const address = client.address();
@@ -46,9 +54,11 @@ describe('login pages in a real browser', () => {
     await new Promise((resolve) => client.close(resolve));
   });
 
-  const newApp = (target: TestServer, options: Parameters<typeof newOAuthApp>[1] = {}) => newOAuthApp(target, { redirectUris: [REDIRECT_URI], ...options });
+  const newApp = (target: TestServer, options: Parameters<typeof newOAuthApp>[1] = {}) =>
+    newOAuthApp(target, { redirectUris: [REDIRECT_URI], ...options });
 
-  const withPage = (options: BrowserContextOptions, body: (page: Page) => Promise<void>) => withBrowserPage(browser, options, body);
+  const withPage = (options: BrowserContextOptions, body: (page: Page) => Promise<void>) =>
+    withBrowserPage(browser, options, body);
 
   function loginUrl(clientId: string, challenge: string, state: string, extra: Record<string, string> = {}) {
     const query = new URLSearchParams({
@@ -71,7 +81,11 @@ describe('login pages in a real browser', () => {
     await page.getByLabel('Username or email').focus();
     await page.keyboard.type(username);
     await page.keyboard.press('Tab');
-    assert.equal(await page.getByLabel('Password').evaluate((el) => el === document.activeElement), true, 'Tab moves from username to password');
+    assert.equal(
+      await page.getByLabel('Password').evaluate((el) => el === document.activeElement),
+      true,
+      'Tab moves from username to password',
+    );
     await page.keyboard.type(password);
     const [response] = await Promise.all([
       page.waitForResponse((r) => r.request().method() === 'POST' && r.url().endsWith('/password')),
@@ -90,10 +104,16 @@ describe('login pages in a real browser', () => {
 
   /** Clicks Allow and answers where the browser ended up (the client's redirect URI). */
   async function approve(page: Page): Promise<URL> {
-    await Promise.all([page.waitForURL((url) => `${url.origin}${url.pathname}` === REDIRECT_URI), page.getByRole('button', { name: 'Allow' }).click()]);
+    await Promise.all([
+      page.waitForURL((url) => `${url.origin}${url.pathname}` === REDIRECT_URI),
+      page.getByRole('button', { name: 'Allow' }).click(),
+    ]);
     assert.equal(await page.locator('p').textContent(), 'Back at the application');
     const url = new URL(page.url());
-    assert.ok(arrivals.some((arrival) => arrival.href === url.href), 'the client received the redirect');
+    assert.ok(
+      arrivals.some((arrival) => arrival.href === url.href),
+      'the client received the redirect',
+    );
     return url;
   }
 
@@ -220,7 +240,9 @@ describe('login pages in a real browser', () => {
    * into the field found by its label and presses Enter; answers the POST's response.
    */
   async function typeTotpCode(page: Page, secret: string, step: 'current' | 'next' = 'current') {
-    const code = new OTPAuth.TOTP({ secret: OTPAuth.Secret.fromBase32(secret) }).generate({ timestamp: Date.now() + (step === 'next' ? 30_000 : 0) });
+    const code = new OTPAuth.TOTP({ secret: OTPAuth.Secret.fromBase32(secret) }).generate({
+      timestamp: Date.now() + (step === 'next' ? 30_000 : 0),
+    });
     await page.getByLabel('Verification code').focus();
     await page.keyboard.type(code);
     const [verified] = await Promise.all([
@@ -277,7 +299,11 @@ describe('login pages in a real browser', () => {
       await assertConsentPage(page, account.username);
       assert.equal(await page.getByLabel('Verification code').count(), 0);
       const bodies = await Promise.all(documents.map((document) => document.body));
-      assert.equal(bodies.length, 2, `the sign-in page and then the consent page: ${documents.map((d) => d.url).join(', ')}`);
+      assert.equal(
+        bodies.length,
+        2,
+        `the sign-in page and then the consent page: ${documents.map((d) => d.url).join(', ')}`,
+      );
       for (const body of bodies) {
         assert.doesNotMatch(body, /Two-step verification|name="code"/, 'the two-step page was never shown');
       }
@@ -317,10 +343,16 @@ describe('login pages in a real browser', () => {
       const loginPath = new URL(page.url()).pathname;
       await typeCredentials(page, account.username, account.password);
       await assertConsentPage(page, account.username);
-      await Promise.all([page.waitForURL((url) => `${url.origin}${url.pathname}` === REDIRECT_URI), page.getByRole('button', { name: 'Deny' }).click()]);
+      await Promise.all([
+        page.waitForURL((url) => `${url.origin}${url.pathname}` === REDIRECT_URI),
+        page.getByRole('button', { name: 'Deny' }).click(),
+      ]);
       assert.equal(await page.locator('p').textContent(), 'Back at the application');
       const back = new URL(page.url());
-      assert.ok(arrivals.some((arrival) => arrival.href === back.href), 'the client received the redirect');
+      assert.ok(
+        arrivals.some((arrival) => arrival.href === back.href),
+        'the client received the redirect',
+      );
       assert.equal(back.searchParams.get('error'), 'access_denied');
       assert.equal(back.searchParams.get('state'), state);
       assert.equal(back.searchParams.has('code'), false, 'no authorization code');
@@ -337,7 +369,12 @@ describe('login pages in a real browser', () => {
     const account = await newAccount(server);
     const { verifier, challenge } = pkcePair();
     const started = await server.request('POST', '/v4/device', {
-      body: new URLSearchParams({ client_id: app.clientId, scope: SCOPE, code_challenge: challenge, code_challenge_method: 'S256' }).toString(),
+      body: new URLSearchParams({
+        client_id: app.clientId,
+        scope: SCOPE,
+        code_challenge: challenge,
+        code_challenge_method: 'S256',
+      }).toString(),
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
     });
     assert.equal(started.status, 201, started.text);
@@ -346,7 +383,12 @@ describe('login pages in a real browser', () => {
     assert.match(userCode, /^[2-9A-Z]{4}-[2-9A-Z]{4}$/);
 
     const poll = () =>
-      tokenRequest(server, { grant_type: 'urn:ietf:params:oauth:grant-type:device_code', client_id: app.clientId, device_code: started.body.device_code, code_verifier: verifier });
+      tokenRequest(server, {
+        grant_type: 'urn:ietf:params:oauth:grant-type:device_code',
+        client_id: app.clientId,
+        device_code: started.body.device_code,
+        code_verifier: verifier,
+      });
     const pending = await poll();
     assert.equal(pending.status, 400);
     assert.equal(pending.body.error, 'authorization_pending');
@@ -395,8 +437,15 @@ describe('login pages in a real browser', () => {
       const watcher = watchPage(page);
       await page.goto(loginUrl(app.clientId, pkcePair().challenge, 'csp'));
       await page.getByRole('heading', { name: 'Sign in' }).waitFor();
-      assert.equal(watcher.problems.length, 0, `the page itself loads without errors or violations: ${JSON.stringify(watcher.problems)}`);
-      const reported = page.waitForEvent('console', { predicate: (message) => /Content Security Policy/i.test(message.text()), timeout: 5000 });
+      assert.equal(
+        watcher.problems.length,
+        0,
+        `the page itself loads without errors or violations: ${JSON.stringify(watcher.problems)}`,
+      );
+      const reported = page.waitForEvent('console', {
+        predicate: (message) => /Content Security Policy/i.test(message.text()),
+        timeout: 5000,
+      });
       const ran = await page.evaluate(() => {
         const script = document.createElement('script');
         script.textContent = 'document.body.dataset.injected = "yes"';
@@ -421,7 +470,12 @@ describe('login pages in a real browser', () => {
       const app = await newApp(limited, { name: APP_NAME, scopes: ['common', 'users:read'] });
       const { verifier, challenge } = pkcePair();
       const started = await limited.request('POST', '/v4/device', {
-        body: new URLSearchParams({ client_id: app.clientId, scope: SCOPE, code_challenge: challenge, code_challenge_method: 'S256' }).toString(),
+        body: new URLSearchParams({
+          client_id: app.clientId,
+          scope: SCOPE,
+          code_challenge: challenge,
+          code_challenge_method: 'S256',
+        }).toString(),
         headers: { 'content-type': 'application/x-www-form-urlencoded' },
       });
       assert.equal(started.status, 201, started.text);
@@ -431,7 +485,9 @@ describe('login pages in a real browser', () => {
       const wrongCodes = Array.from({ length: WRONG_CODES_ALLOWED }, (_, i) => {
         const position = i < 4 ? i : i + 1; // skip the hyphen
         const current = alphabet.indexOf(userCode[position]!);
-        return userCode.slice(0, position) + alphabet[(current + 1 + i) % alphabet.length] + userCode.slice(position + 1);
+        return (
+          userCode.slice(0, position) + alphabet[(current + 1 + i) % alphabet.length] + userCode.slice(position + 1)
+        );
       });
       for (const wrong of wrongCodes) assert.notEqual(wrong, userCode);
 
@@ -456,8 +512,15 @@ describe('login pages in a real browser', () => {
           const alert = page.getByRole('alert');
           await alert.waitFor();
           assert.equal(await alert.isVisible(), true);
-          assert.equal((await alert.textContent())?.trim(), 'That code is not valid or has expired. Check the code on your device.');
-          assert.equal(await page.getByLabel('Code').inputValue(), wrong, 'the typed code stays in the field to be corrected');
+          assert.equal(
+            (await alert.textContent())?.trim(),
+            'That code is not valid or has expired. Check the code on your device.',
+          );
+          assert.equal(
+            await page.getByLabel('Code').inputValue(),
+            wrong,
+            'the typed code stays in the field to be corrected',
+          );
           assert.equal(new URL(page.url()).pathname, '/device');
         }
 
@@ -465,7 +528,10 @@ describe('login pages in a real browser', () => {
         const refused = await submit(page, userCode);
         assert.equal(refused.status(), 429);
         const retryAfter = Number(refused.headers()['retry-after']);
-        assert.ok(Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= 60, `Retry-After: ${refused.headers()['retry-after']}`);
+        assert.ok(
+          Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= 60,
+          `Retry-After: ${refused.headers()['retry-after']}`,
+        );
         const alert = page.getByRole('alert');
         await alert.waitFor();
         assert.equal(await alert.isVisible(), true);
@@ -478,7 +544,11 @@ describe('login pages in a real browser', () => {
       // A new browser from the same IP is limited as well (the limit is per IP, not only per browser).
       await withPage({}, async (page) => {
         await page.goto(`${limited.url}/device?user_code=${userCode}`);
-        assert.equal(await page.getByLabel('Code').inputValue(), userCode, 'verification_uri_complete pre-fills the code');
+        assert.equal(
+          await page.getByLabel('Code').inputValue(),
+          userCode,
+          'verification_uri_complete pre-fills the code',
+        );
         const [refused] = await Promise.all([
           page.waitForResponse((r) => r.request().method() === 'POST' && new URL(r.url()).pathname === '/device'),
           page.getByRole('button', { name: 'Continue' }).click(),
@@ -490,7 +560,12 @@ describe('login pages in a real browser', () => {
       });
 
       // The refused attempts did nothing: the device is still waiting.
-      const poll = await tokenRequest(limited, { grant_type: 'urn:ietf:params:oauth:grant-type:device_code', client_id: app.clientId, device_code: started.body.device_code, code_verifier: verifier });
+      const poll = await tokenRequest(limited, {
+        grant_type: 'urn:ietf:params:oauth:grant-type:device_code',
+        client_id: app.clientId,
+        device_code: started.body.device_code,
+        code_verifier: verifier,
+      });
       assert.equal(poll.status, 400);
       assert.equal(poll.body.error, 'authorization_pending');
     } finally {

@@ -44,12 +44,17 @@ describe('passkeys in a real browser', () => {
 
   before(async () => {
     client = createServer((_request, response) => {
-      response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end('<!DOCTYPE html><title>Client</title><p>Back at the application</p>');
+      response
+        .writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
+        .end('<!DOCTYPE html><title>Client</title><p>Back at the application</p>');
     });
     await new Promise<void>((resolve) => client.listen(0, '127.0.0.1', resolve));
     const address = client.address();
     REDIRECT_URI = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}/callback`;
-    [server, browser] = await Promise.all([startBrowserServer({ localhost: true, env: { METRICS_TOKEN, TRUST_PROXY: 'true' } }), launchBrowser()]);
+    [server, browser] = await Promise.all([
+      startBrowserServer({ localhost: true, env: { METRICS_TOKEN, TRUST_PROXY: 'true' } }),
+      launchBrowser(),
+    ]);
   });
   after(async () => {
     for (const tab of tabs) await tab.context.close().catch(() => {});
@@ -62,18 +67,32 @@ describe('passkeys in a real browser', () => {
   const db = () => server.app.database.db;
 
   /** A fresh browser context with a virtual authenticator, holding `credentials` if given. */
-  async function newTab(credentials: Credential[] = [], options: BrowserContextOptions & { autofill?: boolean } = {}): Promise<Tab> {
+  async function newTab(
+    credentials: Credential[] = [],
+    options: BrowserContextOptions & { autofill?: boolean } = {},
+  ): Promise<Tab> {
     const { autofill = true, ...contextOptions } = options;
     const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, ...contextOptions });
     // Chromium's virtual authenticator answers a conditional (autofill) request at once with the
     // credential it holds; to use the button, the browser is made one without autofill support.
-    if (!autofill) await context.addInitScript({ content: "Object.defineProperty(PublicKeyCredential, 'isConditionalMediationAvailable', { value: async () => false });" });
+    if (!autofill)
+      await context.addInitScript({
+        content:
+          "Object.defineProperty(PublicKeyCredential, 'isConditionalMediationAvailable', { value: async () => false });",
+      });
     const page = await context.newPage();
     const { problems } = watchPage(page);
     const cdp = await context.newCDPSession(page);
     await cdp.send('WebAuthn.enable');
     const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
-      options: { protocol: 'ctap2', transport: 'internal', hasResidentKey: true, hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true },
+      options: {
+        protocol: 'ctap2',
+        transport: 'internal',
+        hasResidentKey: true,
+        hasUserVerification: true,
+        isUserVerified: true,
+        automaticPresenceSimulation: true,
+      },
     });
     for (const credential of credentials) await cdp.send('WebAuthn.addCredential', { authenticatorId, credential });
     const tab = { context, page, cdp, authenticatorId, problems };
@@ -88,7 +107,8 @@ describe('passkeys in a real browser', () => {
   }
 
   async function credentialsOf(tab: Tab): Promise<Credential[]> {
-    return (await tab.cdp.send('WebAuthn.getCredentials', { authenticatorId: tab.authenticatorId })).credentials as Credential[];
+    return (await tab.cdp.send('WebAuthn.getCredentials', { authenticatorId: tab.authenticatorId }))
+      .credentials as Credential[];
   }
 
   /** Signs in on the account page with the password (and the two-step code when asked). */
@@ -96,10 +116,16 @@ describe('passkeys in a real browser', () => {
     await page.goto(`${server.url}/account/sign-in`);
     await page.getByLabel('Username or email').fill(account.username);
     await page.getByLabel('Password').fill(account.password);
-    await Promise.all([page.waitForLoadState('load'), page.getByRole('button', { name: 'Sign in', exact: true }).click()]);
+    await Promise.all([
+      page.waitForLoadState('load'),
+      page.getByRole('button', { name: 'Sign in', exact: true }).click(),
+    ]);
     if (secret) {
       await page.getByLabel('Verification code').fill(totpCode(secret, Date.now()));
-      await Promise.all([page.waitForURL(`${server.url}/account`), page.getByRole('button', { name: 'Verify' }).click()]);
+      await Promise.all([
+        page.waitForURL(`${server.url}/account`),
+        page.getByRole('button', { name: 'Verify' }).click(),
+      ]);
     }
     await page.getByRole('heading', { name: 'Your account' }).waitFor();
   }
@@ -109,7 +135,10 @@ describe('passkeys in a real browser', () => {
     const before = await credentialsOf(tab);
     await tab.page.goto(`${server.url}/account`);
     await tab.page.getByLabel('Name of the new passkey (optional)').fill(name);
-    await Promise.all([tab.page.waitForURL(/done=passkey-added/), tab.page.getByRole('button', { name: 'Add a passkey' }).click()]);
+    await Promise.all([
+      tab.page.waitForURL(/done=passkey-added/),
+      tab.page.getByRole('button', { name: 'Add a passkey' }).click(),
+    ]);
     const added = (await credentialsOf(tab)).filter((c) => !before.some((b) => b.credentialId === c.credentialId));
     assert.equal(added.length, 1);
     return added[0]!;
@@ -129,7 +158,15 @@ describe('passkeys in a real browser', () => {
   }
 
   function loginUrl(clientId: string, challenge: string, state: string) {
-    const query = new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: REDIRECT_URI, scope: SCOPE, state, code_challenge: challenge, code_challenge_method: 'S256' });
+    const query = new URLSearchParams({
+      response_type: 'code',
+      client_id: clientId,
+      redirect_uri: REDIRECT_URI,
+      scope: SCOPE,
+      state,
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
+    });
     return `${server.url}/v4/login?${query}`;
   }
 
@@ -145,7 +182,8 @@ describe('passkeys in a real browser', () => {
   /** CDP names credentials in base64; the service (and WebAuthn JSON) in base64url. */
   const b64url = (base64: string) => Buffer.from(base64, 'base64').toString('base64url');
 
-  const storedPasskeys = (userId: string) => db().selectFrom('passkeys').selectAll().where('user_id', '=', userId).execute();
+  const storedPasskeys = (userId: string) =>
+    db().selectFrom('passkeys').selectAll().where('user_id', '=', userId).execute();
 
   async function metric(name: string, labels: string): Promise<number> {
     const reply = await server.request('GET', '/metrics', { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
@@ -163,14 +201,26 @@ describe('passkeys in a real browser', () => {
     const credential = await addPasskey(tab, 'My laptop');
     assert.equal(credential.isResidentCredential, true, 'a discoverable credential (resident key)');
     assert.equal(credential.rpId, 'localhost');
-    assert.equal(await tab.page.getByRole('status').textContent(), 'The passkey was added. You can now sign in with it, without a password or a two-step code.');
+    assert.equal(
+      await tab.page.getByRole('status').textContent(),
+      'The passkey was added. You can now sign in with it, without a password or a two-step code.',
+    );
     const row = tab.page.locator('#passkey-list li');
     assert.equal(await row.count(), 1);
     assert.equal(await row.locator('.app-name').textContent(), 'My laptop');
-    assert.match((await row.locator('.muted').textContent()) ?? '', /^Added \d{4}-\d\d-\d\d \d\d:\d\d UTC · Last used not yet$/);
+    assert.match(
+      (await row.locator('.muted').textContent()) ?? '',
+      /^Added \d{4}-\d\d-\d\d \d\d:\d\d UTC · Last used not yet$/,
+    );
     const stored = await storedPasskeys(account.userId);
-    assert.deepEqual(stored.map((p) => [p.credential_id, p.name]), [[b64url(credential.credentialId), 'My laptop']]);
-    assert.deepEqual((await eventsOf(account.userId, 'passkey_added')).map((e) => e.details.passkey), ['My laptop']);
+    assert.deepEqual(
+      stored.map((p) => [p.credential_id, p.name]),
+      [[b64url(credential.credentialId), 'My laptop']],
+    );
+    assert.deepEqual(
+      (await eventsOf(account.userId, 'passkey_added')).map((e) => e.details.passkey),
+      ['My laptop'],
+    );
     await tab.page.locator('details.rename').evaluate((el) => ((el as HTMLDetailsElement).open = true));
     await checkLayoutAndCapture(tab.page, 'passkeys-account-listed');
     await closeTab(tab);
@@ -180,7 +230,10 @@ describe('passkeys in a real browser', () => {
   async function clickPasskeyButton(page: Page) {
     const button = page.locator('#passkey-sign-in');
     await button.waitFor({ state: 'visible' });
-    const [response] = await Promise.all([page.waitForResponse((r) => r.request().method() === 'POST' && r.url().endsWith('/passkey')), button.click()]);
+    const [response] = await Promise.all([
+      page.waitForResponse((r) => r.request().method() === 'POST' && r.url().endsWith('/passkey')),
+      button.click(),
+    ]);
     return response;
   }
 
@@ -199,15 +252,31 @@ describe('passkeys in a real browser', () => {
     const response = await clickPasskeyButton(page);
     assert.equal(response.status(), 200);
     await page.getByRole('heading', { name: 'Allow Passkey Test App to use your account?' }).waitFor();
-    assert.match((await page.locator('form.account').textContent()) ?? '', new RegExp(`Signed in as ${account.username}\\.`));
-    await Promise.all([page.waitForURL((url) => `${url.origin}${url.pathname}` === REDIRECT_URI), page.getByRole('button', { name: 'Allow' }).click()]);
+    assert.match(
+      (await page.locator('form.account').textContent()) ?? '',
+      new RegExp(`Signed in as ${account.username}\\.`),
+    );
+    await Promise.all([
+      page.waitForURL((url) => `${url.origin}${url.pathname}` === REDIRECT_URI),
+      page.getByRole('button', { name: 'Allow' }).click(),
+    ]);
     const back = new URL(page.url());
     assert.equal(back.searchParams.get('state'), 'pk-state');
-    const tokens = await tokenRequest(server, { grant_type: 'authorization_code', client_id: app.clientId, code: back.searchParams.get('code')!, redirect_uri: REDIRECT_URI, code_verifier: verifier });
+    const tokens = await tokenRequest(server, {
+      grant_type: 'authorization_code',
+      client_id: app.clientId,
+      code: back.searchParams.get('code')!,
+      redirect_uri: REDIRECT_URI,
+      code_verifier: verifier,
+    });
     assert.equal(tokens.status, 200, tokens.text);
-    const me = await server.request('GET', '/v4/user', { headers: { authorization: `Bearer ${tokens.body.access_token}` } });
+    const me = await server.request('GET', '/v4/user', {
+      headers: { authorization: `Bearer ${tokens.body.access_token}` },
+    });
     assert.equal(me.body.userId, account.userId);
-    const [event] = await eventsOf(account.userId, 'sign_in_succeeded').then((events) => events.filter((e) => e.details.method === 'passkey'));
+    const [event] = await eventsOf(account.userId, 'sign_in_succeeded').then((events) =>
+      events.filter((e) => e.details.method === 'passkey'),
+    );
     assert.equal(event?.client_id, app.clientId);
     assert.equal((await eventsOf(account.userId, 'two_step_failed')).length, 0);
     assert.equal(await metric('passkey_sign_ins_total', 'outcome="succeeded"'), succeededBefore + 1);
@@ -229,8 +298,13 @@ describe('passkeys in a real browser', () => {
     ]);
     assert.equal(verify.status(), 200);
     await page.waitForURL(`${server.url}/account`);
-    assert.match((await page.locator('form.account').first().textContent()) ?? '', new RegExp(`Signed in as ${account.username}\\.`));
-    const optionsRequests = (await eventsOf(account.userId, 'sign_in_succeeded')).filter((e) => e.details.method === 'passkey' && e.details.page === 'account');
+    assert.match(
+      (await page.locator('form.account').first().textContent()) ?? '',
+      new RegExp(`Signed in as ${account.username}\\.`),
+    );
+    const optionsRequests = (await eventsOf(account.userId, 'sign_in_succeeded')).filter(
+      (e) => e.details.method === 'passkey' && e.details.page === 'account',
+    );
     assert.equal(optionsRequests.length, 1);
     await closeTab(tab);
   });
@@ -245,17 +319,26 @@ describe('passkeys in a real browser', () => {
 
   test('removing a passkey: it leaves the list, is recorded, and can sign in no more', async () => {
     const { account, credential, tab } = await accountWithPasskey('To remove');
-    await Promise.all([tab.page.waitForURL(/done=passkey-removed/), tab.page.getByRole('button', { name: 'Remove the passkey To remove' }).click()]);
+    await Promise.all([
+      tab.page.waitForURL(/done=passkey-removed/),
+      tab.page.getByRole('button', { name: 'Remove the passkey To remove' }).click(),
+    ]);
     assert.equal(await tab.page.locator('#passkey-list').count(), 0);
     assert.equal((await storedPasskeys(account.userId)).length, 0);
-    assert.deepEqual((await eventsOf(account.userId, 'passkey_removed')).map((e) => e.details.passkey), ['To remove']);
+    assert.deepEqual(
+      (await eventsOf(account.userId, 'passkey_removed')).map((e) => e.details.passkey),
+      ['To remove'],
+    );
     await closeTab(tab);
 
     const refusedBefore = await metric('passkey_refusals_total', 'reason="unknown_credential"');
     const attempt = await tryPasskey([credential]);
     assert.equal(attempt.response.status(), 401);
     await attempt.tab.page.locator('#passkey-error').waitFor({ state: 'visible' });
-    assert.equal(await attempt.tab.page.locator('#passkey-error').textContent(), 'That passkey could not sign you in. Try again, or use your password.');
+    assert.equal(
+      await attempt.tab.page.locator('#passkey-error').textContent(),
+      'That passkey could not sign you in. Try again, or use your password.',
+    );
     assert.equal(new URL(attempt.tab.page.url()).pathname, '/account/sign-in');
     await checkLayoutAndCapture(attempt.tab.page, 'passkeys-sign-in-refused');
     assert.equal(await metric('passkey_refusals_total', 'reason="unknown_credential"'), refusedBefore + 1);
@@ -270,15 +353,24 @@ describe('passkeys in a real browser', () => {
     const asA = await tryPasskey([a.credential]);
     assert.equal(asA.response.status(), 200);
     await asA.tab.page.waitForURL(`${server.url}/account`);
-    assert.match((await asA.tab.page.locator('form.account').first().textContent()) ?? '', new RegExp(`Signed in as ${a.account.username}\\.`));
+    assert.match(
+      (await asA.tab.page.locator('form.account').first().textContent()) ?? '',
+      new RegExp(`Signed in as ${a.account.username}\\.`),
+    );
     await closeTab(asA.tab);
     // A's key pair, presented as belonging to B (the authenticator reports B's user handle).
     const forged = await tryPasskey([{ ...a.credential, userHandle: b.credential.userHandle }]);
     assert.equal(forged.response.status(), 401);
     assert.equal(new URL(forged.tab.page.url()).pathname, '/account/sign-in');
     const refusals = await eventsOf(a.account.userId, 'passkey_refused');
-    assert.deepEqual(refusals.map((e) => e.details.reason), ['user_mismatch']);
-    assert.equal((await eventsOf(b.account.userId, 'sign_in_succeeded')).filter((e) => e.details.method === 'passkey').length, 0);
+    assert.deepEqual(
+      refusals.map((e) => e.details.reason),
+      ['user_mismatch'],
+    );
+    assert.equal(
+      (await eventsOf(b.account.userId, 'sign_in_succeeded')).filter((e) => e.details.method === 'passkey').length,
+      0,
+    );
     await closeTab(forged.tab);
   });
 
@@ -289,7 +381,14 @@ describe('passkeys in a real browser', () => {
     let captured: { body: string; headers: Record<string, string> } | undefined;
     await tab.page.route('**/account/sign-in/passkey', async (route) => {
       const headers = await route.request().allHeaders();
-      captured = { body: route.request().postData() ?? '', headers: { cookie: headers.cookie ?? '', 'x-csrf-token': headers['x-csrf-token'] ?? '', 'content-type': 'application/json' } };
+      captured = {
+        body: route.request().postData() ?? '',
+        headers: {
+          cookie: headers.cookie ?? '',
+          'x-csrf-token': headers['x-csrf-token'] ?? '',
+          'content-type': 'application/json',
+        },
+      };
       await route.abort();
     });
     await tab.page.locator('#passkey-sign-in').click();
@@ -304,25 +403,51 @@ describe('passkeys in a real browser', () => {
     await closeTab(added);
     const first = await captureAnswer([credential]);
     // Sent twice at once: the challenge is taken by one of them only.
-    const both = await Promise.all([1, 2].map(() => server.request('POST', '/account/sign-in/passkey', { headers: first.headers, body: first.body })));
+    const both = await Promise.all(
+      [1, 2].map(() =>
+        server.request('POST', '/account/sign-in/passkey', { headers: first.headers, body: first.body }),
+      ),
+    );
     assert.deepEqual(both.map((r) => r.status).sort(), [200, 401], 'the captured answer is good once');
     assert.equal(both.find((r) => r.status === 200)!.body.redirect, '/account');
-    const replayed = await server.request('POST', '/account/sign-in/passkey', { headers: first.headers, body: first.body });
+    const replayed = await server.request('POST', '/account/sign-in/passkey', {
+      headers: first.headers,
+      body: first.body,
+    });
     assert.equal(replayed.status, 401);
     assert.equal(replayed.body.code, 'passkeyRefused');
     assert.match(replayed.body.message, /expired or was already used/);
 
     // A counter one past the stored one, so only the challenge can refuse the second answer.
-    const second = await captureAnswer([{ ...credential, signCount: (await storedPasskeys(account.userId))[0]!.counter }]);
-    await db().updateTable('passkey_challenges').set({ expires_at: Date.now() - 1 }).execute();
-    const stale = await server.request('POST', '/account/sign-in/passkey', { headers: second.headers, body: second.body });
+    const second = await captureAnswer([
+      { ...credential, signCount: (await storedPasskeys(account.userId))[0]!.counter },
+    ]);
+    await db()
+      .updateTable('passkey_challenges')
+      .set({ expires_at: Date.now() - 1 })
+      .execute();
+    const stale = await server.request('POST', '/account/sign-in/passkey', {
+      headers: second.headers,
+      body: second.body,
+    });
     assert.equal(stale.status, 401);
     assert.match(stale.body.message, /expired or was already used/);
-    assert.deepEqual((await eventsOf(account.userId, 'passkey_refused')).map((e) => e.details.reason), ['challenge', 'challenge', 'challenge']);
+    assert.deepEqual(
+      (await eventsOf(account.userId, 'passkey_refused')).map((e) => e.details.reason),
+      ['challenge', 'challenge', 'challenge'],
+    );
     // Without the browser's binding cookie, a live challenge is refused too.
-    const third = await captureAnswer([{ ...credential, signCount: (await storedPasskeys(account.userId))[0]!.counter }]);
+    const third = await captureAnswer([
+      { ...credential, signCount: (await storedPasskeys(account.userId))[0]!.counter },
+    ]);
     const cookieless = await server.request('POST', '/account/sign-in/passkey', {
-      headers: { ...third.headers, cookie: third.headers.cookie!.replace(/passkey_binding=[^;]+/, 'passkey_binding=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA') },
+      headers: {
+        ...third.headers,
+        cookie: third.headers.cookie!.replace(
+          /passkey_binding=[^;]+/,
+          'passkey_binding=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA',
+        ),
+      },
       body: third.body,
     });
     assert.equal(cookieless.status, 401);
@@ -341,7 +466,10 @@ describe('passkeys in a real browser', () => {
     // A copy of the key whose counter is behind (a cloned authenticator).
     const clone = await tryPasskey([{ ...credential, signCount: 0 }]);
     assert.equal(clone.response.status(), 401);
-    assert.deepEqual((await eventsOf(account.userId, 'passkey_refused')).map((e) => e.details.reason), ['counter_went_back']);
+    assert.deepEqual(
+      (await eventsOf(account.userId, 'passkey_refused')).map((e) => e.details.reason),
+      ['counter_went_back'],
+    );
     assert.equal((await storedPasskeys(account.userId))[0]!.counter, stored.counter);
     await closeTab(clone.tab);
   });
@@ -357,7 +485,10 @@ describe('passkeys in a real browser', () => {
     assert.equal(await page.locator('#passkey-sign-in').isVisible(), false);
     await page.getByLabel('Username or email').fill(account.username);
     await page.getByLabel('Password').fill(account.password);
-    await Promise.all([page.waitForLoadState('load'), page.getByRole('button', { name: 'Sign in', exact: true }).click()]);
+    await Promise.all([
+      page.waitForLoadState('load'),
+      page.getByRole('button', { name: 'Sign in', exact: true }).click(),
+    ]);
     await page.getByLabel('Verification code').fill(totpCode(secret, Date.now()));
     await Promise.all([page.waitForLoadState('load'), page.getByRole('button', { name: 'Verify' }).click()]);
     await page.getByRole('heading', { name: 'Allow No Script App to use your account?' }).waitFor();
@@ -367,14 +498,24 @@ describe('passkeys in a real browser', () => {
   test('adding a passkey needs a sign-in within the last 10 minutes; two-step off and a new password leave passkeys alone', async () => {
     const { account, secret, tab } = await accountWithPasskey('Kept');
     await tab.page.getByLabel('Current code, to turn it off').fill(totpCode(secret!, Date.now() + 30_000));
-    await Promise.all([tab.page.waitForURL(/done=two-step-off/), tab.page.getByRole('button', { name: 'Turn off two-step verification' }).click()]);
+    await Promise.all([
+      tab.page.waitForURL(/done=two-step-off/),
+      tab.page.getByRole('button', { name: 'Turn off two-step verification' }).click(),
+    ]);
     await tab.page.getByLabel('Current password').fill(account.password);
     await tab.page.getByLabel('New password').fill('another long passphrase 2');
-    await Promise.all([tab.page.waitForURL(/done=password-changed/), tab.page.getByRole('button', { name: 'Change password' }).click()]);
+    await Promise.all([
+      tab.page.waitForURL(/done=password-changed/),
+      tab.page.getByRole('button', { name: 'Change password' }).click(),
+    ]);
     assert.equal(await tab.page.locator('#passkey-list li').count(), 1);
     assert.equal((await storedPasskeys(account.userId)).length, 1);
     // The browser signed in 11 minutes ago.
-    await db().updateTable('web_sessions').set({ created_at: Date.now() - 11 * 60_000 }).where('user_id', '=', account.userId).execute();
+    await db()
+      .updateTable('web_sessions')
+      .set({ created_at: Date.now() - 11 * 60_000 })
+      .where('user_id', '=', account.userId)
+      .execute();
     await tab.page.goto(`${server.url}/account`);
     assert.equal(await tab.page.locator('#passkey-add').count(), 0);
     await tab.page.locator('#passkey-sign-in-again').waitFor();
@@ -383,7 +524,11 @@ describe('passkeys in a real browser', () => {
     // Asked directly, the service refuses too.
     const csrf = await tab.page.locator('input[name="_csrf"]').first().inputValue();
     const refused = await tab.page.evaluate(async (token) => {
-      const response = await fetch('/account/passkeys/options', { method: 'POST', headers: { 'content-type': 'application/json', 'x-csrf-token': token }, body: '{}' });
+      const response = await fetch('/account/passkeys/options', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-csrf-token': token },
+        body: '{}',
+      });
       return { status: response.status, body: await response.json() };
     }, csrf);
     assert.equal(refused.status, 403);
@@ -394,7 +539,10 @@ describe('passkeys in a real browser', () => {
   test('removing the last way to sign in (no password, no other passkey) is refused with a reason', async () => {
     const { account, tab } = await accountWithPasskey('Only key');
     await db().updateTable('users').set({ password_hash: null }).where('user_id', '=', account.userId).execute();
-    const [response] = await Promise.all([tab.page.waitForResponse((r) => r.url().endsWith('/account/passkeys/remove')), tab.page.getByRole('button', { name: 'Remove the passkey Only key' }).click()]);
+    const [response] = await Promise.all([
+      tab.page.waitForResponse((r) => r.url().endsWith('/account/passkeys/remove')),
+      tab.page.getByRole('button', { name: 'Remove the passkey Only key' }).click(),
+    ]);
     assert.equal(response.status(), 409);
     assert.match((await tab.page.locator('#passkeys .error:not([hidden])').textContent()) ?? '', /only way to sign in/);
     assert.equal((await storedPasskeys(account.userId)).length, 1);
@@ -405,19 +553,38 @@ describe('passkeys in a real browser', () => {
     const { account, credential, tab: added } = await accountWithPasskey('Guessed', false);
     await closeTab(added);
     const page = await server.request('GET', '/account/sign-in');
-    const csrfCookie = page.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+    const csrfCookie = page.headers
+      .getSetCookie()
+      .map((c) => c.split(';')[0])
+      .join('; ');
     const token = /name="_csrf" value="([^"]+)"/.exec(page.text)![1]!;
-    const bogus = { id: b64url(credential.credentialId), rawId: b64url(credential.credentialId), type: 'public-key', response: { clientDataJSON: 'e30', authenticatorData: 'AAAA', signature: 'AAAA' }, clientExtensionResults: {} };
+    const bogus = {
+      id: b64url(credential.credentialId),
+      rawId: b64url(credential.credentialId),
+      type: 'public-key',
+      response: { clientDataJSON: 'e30', authenticatorData: 'AAAA', signature: 'AAAA' },
+      clientExtensionResults: {},
+    };
     const statuses: number[] = [];
     for (let i = 0; i < 11; i++) {
       // From a new address each time: the account's own limit (10 per 15 minutes) refuses the 11th.
-      const reply = await server.request('POST', '/account/sign-in/passkey', { headers: { cookie: csrfCookie, 'x-csrf-token': token, 'x-forwarded-for': `203.0.113.${i + 1}` }, body: bogus });
+      const reply = await server.request('POST', '/account/sign-in/passkey', {
+        headers: { cookie: csrfCookie, 'x-csrf-token': token, 'x-forwarded-for': `203.0.113.${i + 1}` },
+        body: bogus,
+      });
       statuses.push(reply.status);
     }
     assert.deepEqual(statuses, [...Array(10).fill(401), 429]);
     // The password form of that account is held by the same limit.
     const form = new URLSearchParams({ _csrf: token, username: account.username, password: account.password });
-    const password = await server.request('POST', '/account/sign-in', { headers: { cookie: csrfCookie, 'content-type': 'application/x-www-form-urlencoded', 'x-forwarded-for': '203.0.113.99' }, body: form.toString() });
+    const password = await server.request('POST', '/account/sign-in', {
+      headers: {
+        cookie: csrfCookie,
+        'content-type': 'application/x-www-form-urlencoded',
+        'x-forwarded-for': '203.0.113.99',
+      },
+      body: form.toString(),
+    });
     assert.equal(password.status, 429);
     assert.ok((await eventsOf(account.userId, 'sign_in_locked_out')).some((e) => e.details.step === 'passkey'));
   });

@@ -8,11 +8,17 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { findAccountByLogin } from '../../src/accounts/accounts.ts';
-import { checkLayoutAndCapture, clickAndLoad, launchBrowser, startBrowserServer, withPage } from '../helpers/browser.ts';
+import {
+  checkLayoutAndCapture,
+  clickAndLoad,
+  launchBrowser,
+  startBrowserServer,
+  withPage,
+} from '../helpers/browser.ts';
+import { type Mailbox, startMailbox } from '../helpers/mail.ts';
 import { newAccount } from '../helpers/oauth.ts';
-import { startMailbox, type Mailbox } from '../helpers/mail.ts';
+import { type Inbox, newAddress, STRONG_PASSWORD, smtpInbox } from '../helpers/self-service.ts';
 import type { TestServer } from '../helpers/server.ts';
-import { smtpInbox, newAddress, STRONG_PASSWORD, type Inbox } from '../helpers/self-service.ts';
 
 describe('self-service accounts in a real browser', () => {
   let server: TestServer;

@@ -6,10 +6,10 @@
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { openAccountPrivateKey } from '../../src/accounts/key-pair.ts';
 import { after, before, describe, test } from 'node:test';
+import { openAccountPrivateKey } from '../../src/accounts/key-pair.ts';
 import { totpCode } from '../../src/accounts/totp.ts';
-import { FormClient, REDIRECT_URI, pkcePair, startLogin, tokenRequest } from '../helpers/oauth.ts';
+import { FormClient, pkcePair, REDIRECT_URI, startLogin, tokenRequest } from '../helpers/oauth.ts';
 import { freshDatabase, startServer, type TestDatabase, type TestServer } from '../helpers/server.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -30,14 +30,19 @@ function admin(databaseUrl: string, ...args: string[]): Promise<Run> {
       'node_modules/.bin/tsx',
       ['src/cli/admin.ts', ...args],
       { env: { ...process.env, DATABASE_URL: databaseUrl }, timeout: 60_000 },
-      (error, stdout, stderr) => resolve({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout, stderr }),
+      (error, stdout, stderr) =>
+        resolve({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout, stderr }),
     );
   });
 }
 
 /** Runs named commands at the same time; answers their runs by name. */
 async function runAll(databaseUrl: string, commands: Record<string, string[]>): Promise<Record<string, Run>> {
-  return Object.fromEntries(await Promise.all(Object.entries(commands).map(async ([name, args]) => [name, await admin(databaseUrl, ...args)] as const)));
+  return Object.fromEntries(
+    await Promise.all(
+      Object.entries(commands).map(async ([name, args]) => [name, await admin(databaseUrl, ...args)] as const),
+    ),
+  );
 }
 
 function assertOk(run: Run | undefined): string {
@@ -73,27 +78,95 @@ describe('admin CLI', () => {
   before(async () => {
     database = await freshDatabase();
     // The first command migrates the empty database; the others can then run at the same time.
-    out.publicApp = await admin(database.url, 'app', 'create', '--name', 'CLI Public', '--redirect-uri', REDIRECT_URI, '--redirect-uri', HTTPS_REDIRECT, '--scopes', 'common users:read', '--json');
+    out.publicApp = await admin(
+      database.url,
+      'app',
+      'create',
+      '--name',
+      'CLI Public',
+      '--redirect-uri',
+      REDIRECT_URI,
+      '--redirect-uri',
+      HTTPS_REDIRECT,
+      '--scopes',
+      'common users:read',
+      '--json',
+    );
     publicApp = JSON.parse(out.publicApp.stdout || '{}').client_id;
-    Object.assign(out, await runAll(database.url, {
-      confidentialApp: ['app', 'create', '--name', 'CLI Confidential', '--redirect-uri', REDIRECT_URI, '--scopes', 'common users:read', '--confidential'],
-      alice: ['user', 'create', '--username', 'cli-alice', '--email', 'Alice@Example.com', '--password', 'first password', '--json'],
-      bob: ['user', 'create', '--username', 'cli_bob', '--email', 'bob@example.com', '--password', 'bob password kettle', '--totp-secret', RFC_SECRET],
-      badRedirect: ['app', 'create', '--name', 'Bad', '--redirect-uri', 'http://evil.example/callback', '--json'],
-    }));
+    Object.assign(
+      out,
+      await runAll(database.url, {
+        confidentialApp: [
+          'app',
+          'create',
+          '--name',
+          'CLI Confidential',
+          '--redirect-uri',
+          REDIRECT_URI,
+          '--scopes',
+          'common users:read',
+          '--confidential',
+        ],
+        alice: [
+          'user',
+          'create',
+          '--username',
+          'cli-alice',
+          '--email',
+          'Alice@Example.com',
+          '--password',
+          'first password',
+          '--json',
+        ],
+        bob: [
+          'user',
+          'create',
+          '--username',
+          'cli_bob',
+          '--email',
+          'bob@example.com',
+          '--password',
+          'bob password kettle',
+          '--totp-secret',
+          RFC_SECRET,
+        ],
+        badRedirect: ['app', 'create', '--name', 'Bad', '--redirect-uri', 'http://evil.example/callback', '--json'],
+      }),
+    );
     const aliceId = JSON.parse(out.alice?.stdout || '{}').user_id ?? 'missing';
-    Object.assign(out, await runAll(database.url, {
-      list: ['app', 'list', '--json'],
-      setPassword: ['user', 'set-password', 'CLI-ALICE', '--password', 'second password'],
-      aliceTotp: ['user', 'totp', aliceId, '--secret', OTHER_SECRET.toLowerCase()],
-      duplicate: ['user', 'create', '--username', 'CLI-Alice', '--email', 'other@example.com', '--password', 'other password'],
-      unknownUser: ['user', 'set-password', 'nobody-here', '--password', 'whatever password'],
-      badSecret: ['user', 'totp', 'cli_bob', '--secret', 'not base32!'],
-      deleteUnknown: ['app', 'delete', '00000000-0000-4000-8000-000000000000'],
-      weakCreate: ['user', 'create', '--username', 'cli-weak', '--email', 'weak@example.com', '--password', 'password123'],
-      personalSet: ['user', 'set-password', 'cli-alice', '--password', 'cli-alice2024'],
-      shortSet: ['user', 'set-password', 'cli-alice', '--password', 'Xk9#vq2!'],
-    }));
+    Object.assign(
+      out,
+      await runAll(database.url, {
+        list: ['app', 'list', '--json'],
+        setPassword: ['user', 'set-password', 'CLI-ALICE', '--password', 'second password'],
+        aliceTotp: ['user', 'totp', aliceId, '--secret', OTHER_SECRET.toLowerCase()],
+        duplicate: [
+          'user',
+          'create',
+          '--username',
+          'CLI-Alice',
+          '--email',
+          'other@example.com',
+          '--password',
+          'other password',
+        ],
+        unknownUser: ['user', 'set-password', 'nobody-here', '--password', 'whatever password'],
+        badSecret: ['user', 'totp', 'cli_bob', '--secret', 'not base32!'],
+        deleteUnknown: ['app', 'delete', '00000000-0000-4000-8000-000000000000'],
+        weakCreate: [
+          'user',
+          'create',
+          '--username',
+          'cli-weak',
+          '--email',
+          'weak@example.com',
+          '--password',
+          'password123',
+        ],
+        personalSet: ['user', 'set-password', 'cli-alice', '--password', 'cli-alice2024'],
+        shortSet: ['user', 'set-password', 'cli-alice', '--password', 'Xk9#vq2!'],
+      }),
+    );
     server = await startServer({ database });
   });
   after(async () => {
@@ -105,10 +178,18 @@ describe('admin CLI', () => {
    * Signs in through the pages (answering a two-step code when asked) and exchanges the code;
    * answers whether the password was accepted, whether a code was asked, and the token reply.
    */
-  async function signIn(username: string, password: string, options: { secret?: string; clientId?: string; clientSecret?: string } = {}) {
+  async function signIn(
+    username: string,
+    password: string,
+    options: { secret?: string; clientId?: string; clientSecret?: string } = {},
+  ) {
     const clientId = options.clientId ?? publicApp;
     const { verifier, challenge } = pkcePair();
-    const page = await startLogin(server, { client_id: clientId, code_challenge: challenge, scope: 'common users:read' });
+    const page = await startLogin(server, {
+      client_id: clientId,
+      code_challenge: challenge,
+      scope: 'common users:read',
+    });
     const browser = new FormClient(server);
     const signedIn = await browser.submit(page, { username, password });
     if (signedIn.status !== 303) return { signedIn: false as const, status: signedIn.status };
@@ -148,21 +229,36 @@ describe('admin CLI', () => {
     assert.match(created.client_id, UUID);
     assert.equal(created.client_secret, null);
     for (const uri of [REDIRECT_URI, HTTPS_REDIRECT]) {
-      const query = new URLSearchParams({ client_id: created.client_id, redirect_uri: uri, response_type: 'code', scope: 'common users:read', state: 's', code_challenge: pkcePair().challenge, code_challenge_method: 'S256' });
+      const query = new URLSearchParams({
+        client_id: created.client_id,
+        redirect_uri: uri,
+        response_type: 'code',
+        scope: 'common users:read',
+        state: 's',
+        code_challenge: pkcePair().challenge,
+        code_challenge_method: 'S256',
+      });
       const reply = await server.request('GET', `/v4/login?${query}`);
       assert.equal(reply.status, 302, `${uri}: ${reply.text}`);
     }
   });
 
   test('app create --confidential prints the client id and a secret once; the secret authenticates the client', async () => {
-    const match = /^client_id: ([0-9a-f-]{36})\nclient_secret: ([A-Za-z0-9_-]{43}) {2}\(shown once; store it now\)\n$/.exec(assertOk(out.confidentialApp));
+    const match =
+      /^client_id: ([0-9a-f-]{36})\nclient_secret: ([A-Za-z0-9_-]{43}) {2}\(shown once; store it now\)\n$/.exec(
+        assertOk(out.confidentialApp),
+      );
     assert.ok(match, out.confidentialApp!.stdout);
     const [, clientId, secret] = match;
     const good = await signIn('cli-alice', 'second password', { clientId, clientSecret: secret, secret: OTHER_SECRET });
     assert.ok(good.signedIn);
     assert.equal(good.tokens.status, 200, good.tokens.text);
     assert.equal((await whoAmI(good.tokens.body.access_token)).username, 'cli-alice');
-    const wrong = await signIn('cli-alice', 'second password', { clientId, clientSecret: 'not-the-secret', secret: OTHER_SECRET });
+    const wrong = await signIn('cli-alice', 'second password', {
+      clientId,
+      clientSecret: 'not-the-secret',
+      secret: OTHER_SECRET,
+    });
     assert.ok(wrong.signedIn);
     assert.equal(wrong.tokens.status, 401, wrong.tokens.text);
     assert.equal(wrong.tokens.body.error, 'invalid_client');
@@ -171,13 +267,16 @@ describe('admin CLI', () => {
   test('app list --json prints every application with its settings', () => {
     const list = jsonLine(assertOk(out.list)) as Array<Record<string, unknown>>;
     assert.equal(list.length, 2, 'the failed create added nothing');
-    assert.deepEqual(list.find((app) => app.client_id === publicApp), {
-      client_id: publicApp,
-      name: 'CLI Public',
-      redirect_uris: [REDIRECT_URI, HTTPS_REDIRECT],
-      scopes: ['common', 'users:read'],
-      confidential: false,
-    });
+    assert.deepEqual(
+      list.find((app) => app.client_id === publicApp),
+      {
+        client_id: publicApp,
+        name: 'CLI Public',
+        redirect_uris: [REDIRECT_URI, HTTPS_REDIRECT],
+        scopes: ['common', 'users:read'],
+        confidential: false,
+      },
+    );
     const confidential = list.find((app) => app.client_id !== publicApp);
     assert.equal(confidential?.name, 'CLI Confidential');
     assert.equal(confidential?.confidential, true);
@@ -192,9 +291,16 @@ describe('admin CLI', () => {
     assert.ok(signedIn.signedIn);
     assert.equal((await whoAmI(signedIn.tokens.body.access_token)).userId, created.user_id);
     // With its key pair, sealed under the key the server uses too (SECRETS_KEY, or the file beside SQLite).
-    const row = await server.app.database.db.selectFrom('users').select(['public_key', 'private_key']).where('user_id', '=', created.user_id).executeTakeFirstOrThrow();
+    const row = await server.app.database.db
+      .selectFrom('users')
+      .select(['public_key', 'private_key'])
+      .where('user_id', '=', created.user_id)
+      .executeTakeFirstOrThrow();
     assert.equal((await server.request('GET', `/v1/user.php/${created.user_id}`)).body.public_key, row.public_key);
-    assert.match(openAccountPrivateKey(row.private_key, created.user_id, row.public_key) ?? 'unreadable', /^-----BEGIN PRIVATE KEY-----/);
+    assert.match(
+      openAccountPrivateKey(row.private_key, created.user_id, row.public_key) ?? 'unreadable',
+      /^-----BEGIN PRIVATE KEY-----/,
+    );
   });
 
   test('user create --totp-secret (text mode prints "user_id: …") asks for codes of that secret', async () => {
@@ -242,11 +348,22 @@ describe('admin CLI', () => {
     assertFails(out.weakCreate, /commonly used password\. Choose a password that is harder to guess/);
     assertFails(out.personalSet, /personal .*Choose a password that is harder to guess/);
     assertFails(out.shortSet, /at least 10 characters/);
-    assert.equal(await server.app.database.db.selectFrom('users').select('user_id').where('username', '=', 'cli-weak').executeTakeFirst(), undefined, 'no account was created');
+    assert.equal(
+      await server.app.database.db
+        .selectFrom('users')
+        .select('user_id')
+        .where('username', '=', 'cli-weak')
+        .executeTakeFirst(),
+      undefined,
+      'no account was created',
+    );
   });
 
   test('user totp --disable (by email) turns two-step off', async () => {
-    assert.equal(assertOk(await admin(database.url, 'user', 'totp', 'BOB@example.com', '--disable')), 'two-step verification turned off\n');
+    assert.equal(
+      assertOk(await admin(database.url, 'user', 'totp', 'BOB@example.com', '--disable')),
+      'two-step verification turned off\n',
+    );
     const signedIn = await signIn('cli_bob', 'bob password kettle');
     assert.ok(signedIn.signedIn);
     assert.equal(signedIn.askedForCode, false);
@@ -258,10 +375,21 @@ describe('admin CLI', () => {
     assert.ok(signedIn.signedIn);
     const token = signedIn.tokens.body.access_token;
     assert.equal((await whoAmI(token)).username, 'cli_bob');
-    const [deleted, badUrl] = await Promise.all([admin(database.url, 'app', 'delete', publicApp), admin('mysql://nowhere', 'app', 'list')]);
+    const [deleted, badUrl] = await Promise.all([
+      admin(database.url, 'app', 'delete', publicApp),
+      admin('mysql://nowhere', 'app', 'list'),
+    ]);
     assert.equal(assertOk(deleted), `deleted ${publicApp}\n`);
     assertFails(badUrl, /DATABASE_URL/);
-    const query = new URLSearchParams({ client_id: publicApp, redirect_uri: REDIRECT_URI, response_type: 'code', scope: 'common', state: 's', code_challenge: pkcePair().challenge, code_challenge_method: 'S256' });
+    const query = new URLSearchParams({
+      client_id: publicApp,
+      redirect_uri: REDIRECT_URI,
+      response_type: 'code',
+      scope: 'common',
+      state: 's',
+      code_challenge: pkcePair().challenge,
+      code_challenge_method: 'S256',
+    });
     const reply = await server.request('GET', `/v4/login?${query}`);
     assert.equal(reply.status, 400, reply.text);
     assert.equal(reply.body.error, 'invalid_request');
@@ -279,11 +407,32 @@ describe('admin CLI', () => {
     });
     const all = jsonLine(assertOk(runs.all)) as Array<Record<string, any>>;
     const times = all.map((event) => Date.parse(event.time));
-    assert.deepEqual(times, [...times].sort((a, b) => b - a), 'newest first');
-    for (const event of all) assert.deepEqual(Object.keys(event).sort(), ['client_id', 'details', 'ip', 'kind', 'time', 'user_id', 'username']);
+    assert.deepEqual(
+      times,
+      [...times].sort((a, b) => b - a),
+      'newest first',
+    );
+    for (const event of all)
+      assert.deepEqual(Object.keys(event).sort(), [
+        'client_id',
+        'details',
+        'ip',
+        'kind',
+        'time',
+        'user_id',
+        'username',
+      ]);
     const kinds = (kind: string) => all.filter((event) => event.kind === kind);
-    assert.deepEqual(kinds('application_created').map((event) => event.details.name).sort(), ['CLI Confidential', 'CLI Public']);
-    assert.deepEqual(kinds('application_deleted').map((event) => event.client_id), [publicApp]);
+    assert.deepEqual(
+      kinds('application_created')
+        .map((event) => event.details.name)
+        .sort(),
+      ['CLI Confidential', 'CLI Public'],
+    );
+    assert.deepEqual(
+      kinds('application_deleted').map((event) => event.client_id),
+      [publicApp],
+    );
     assert.equal(kinds('client_authentication_failed').length, 1, 'the wrong client secret above');
     assert.ok(kinds('sign_in_succeeded').every((event) => event.ip === '127.0.0.1' && event.client_id !== null));
 
@@ -291,12 +440,22 @@ describe('admin CLI', () => {
     const alice = jsonLine(assertOk(runs.alice)) as Array<Record<string, any>>;
     assert.ok(alice.length >= 3);
     assert.ok(alice.every((event) => event.user_id === aliceId && event.username === 'cli-alice'));
-    assert.deepEqual(alice.filter((event) => event.kind === 'password_changed').map((event) => event.details), [{ via: 'admin' }]);
+    assert.deepEqual(
+      alice.filter((event) => event.kind === 'password_changed').map((event) => event.details),
+      [{ via: 'admin' }],
+    );
     assert.equal(alice.filter((event) => event.kind === 'two_step_enabled').length, 1);
     assert.deepEqual(jsonLine(assertOk(runs.future)), []);
 
     const lines = assertOk(runs.text).trimEnd().split('\n');
-    assert.ok(lines.some((line) => /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z {2}two_step_disabled user=cli_bob {2}\{"via":"admin"\}$/.test(line)), lines.join('\n'));
+    assert.ok(
+      lines.some((line) =>
+        /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z {2}two_step_disabled user=cli_bob {2}\{"via":"admin"\}$/.test(
+          line,
+        ),
+      ),
+      lines.join('\n'),
+    );
     assert.ok(lines.every((line) => line.includes(' user=cli_bob')));
     assertFails(runs.badSince, /--since must be an ISO 8601 time/);
   });

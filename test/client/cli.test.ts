@@ -13,7 +13,7 @@ import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import QRCode from 'qrcode';
 import { ContentServiceClient, V1Client } from '../../client/src/index.ts';
-import { LOOPBACK_REDIRECT, signInQuickly, type Account } from '../helpers/client.ts';
+import { type Account, LOOPBACK_REDIRECT, signInQuickly } from '../helpers/client.ts';
 import { FormClient, newAccount, newApp } from '../helpers/oauth.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { publishMod } from '../helpers/v1.ts';
@@ -45,10 +45,18 @@ after(async () => {
   await workshop.stop();
 });
 
-const cliEnv = (): NodeJS.ProcessEnv => ({ ...process.env, XDG_CONFIG_HOME: configHome, CONTENT_SERVICE_ISSUER: server.url, CONTENT_SERVICE_CLIENT_ID: clientId });
+const cliEnv = (): NodeJS.ProcessEnv => ({
+  ...process.env,
+  XDG_CONFIG_HOME: configHome,
+  CONTENT_SERVICE_ISSUER: server.url,
+  CONTENT_SERVICE_CLIENT_ID: clientId,
+});
 
 /** Runs `npx content-service …` from the repository root; answers its exit code and output. */
-function cli(args: string[], env: NodeJS.ProcessEnv = cliEnv()): Promise<{ code: number; stdout: string; stderr: string }> {
+function cli(
+  args: string[],
+  env: NodeJS.ProcessEnv = cliEnv(),
+): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     execFile('npx', ['content-service', ...args], { cwd: ROOT, env, timeout: 60_000 }, (error, stdout, stderr) =>
       resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
@@ -61,8 +69,22 @@ const tmux = (...args: string[]) => execFileSync('tmux', ['-L', TMUX_SOCKET, ...
 /** Starts `command` in a new 120×60 tmux window; its exit code is printed after it as "[exit N]". */
 function startInTerminal(name: string, command: string) {
   const env = cliEnv();
-  const exports = ['XDG_CONFIG_HOME', 'CONTENT_SERVICE_ISSUER', 'CONTENT_SERVICE_CLIENT_ID', 'PATH'].map((key) => `${key}='${env[key]}'`).join(' ');
-  tmux('new-session', '-d', '-s', name, '-x', '120', '-y', '60', '-c', ROOT, `env ${exports} ${command}; echo "[exit $?]"; sleep 600`);
+  const exports = ['XDG_CONFIG_HOME', 'CONTENT_SERVICE_ISSUER', 'CONTENT_SERVICE_CLIENT_ID', 'PATH']
+    .map((key) => `${key}='${env[key]}'`)
+    .join(' ');
+  tmux(
+    'new-session',
+    '-d',
+    '-s',
+    name,
+    '-x',
+    '120',
+    '-y',
+    '60',
+    '-c',
+    ROOT,
+    `env ${exports} ${command}; echo "[exit $?]"; sleep 600`,
+  );
 }
 
 async function waitForScreen(name: string, pattern: RegExp, timeoutMs = 60_000): Promise<string> {
@@ -82,7 +104,10 @@ async function decideOnDevicePage(userCode: string, decision: 'approve' | 'deny'
   const entered = await browser.submit(`/device?user_code=${userCode}`, { user_code: userCode });
   assert.equal(entered.status, 303, entered.text);
   const loginPage = new URL(entered.location!, server.url).pathname;
-  const signedIn = await browser.submitOn((await browser.fetch(loginPage)).text, { username: account.username, password: account.password });
+  const signedIn = await browser.submitOn((await browser.fetch(loginPage)).text, {
+    username: account.username,
+    password: account.password,
+  });
   assert.equal(signedIn.status, 303, signedIn.text);
   const decided = await browser.submitOn((await browser.fetch(loginPage)).text, { decision }, /consent$/);
   assert.equal(decided.status, 200, decided.text);
@@ -95,7 +120,9 @@ describe('content-service CLI', () => {
     const userCode = /Code: ([2-9A-Z]{4}-[2-9A-Z]{4})/.exec(screen)![1]!;
     assert.match(screen, new RegExp(`open ${server.url}/device and enter the code`));
     // The QR code on screen is exactly that of verification_uri_complete.
-    const expected = (await QRCode.toString(`${server.url}/device?user_code=${userCode}`, { type: 'terminal', small: true }))
+    const expected = (
+      await QRCode.toString(`${server.url}/device?user_code=${userCode}`, { type: 'terminal', small: true })
+    )
       .replace(/\x1b\[[0-9;]*m/g, '')
       .split('\n')
       .map((line) => line.trimEnd())
@@ -161,20 +188,45 @@ describe('content-service CLI', () => {
     assert.match(result.stderr, /--issuer URL or set CONTENT_SERVICE_ISSUER/);
   });
 
-  test('sign prints an Authorization header the service accepts (also as npm run -s sign), and engrams pull prints a mod\'s engrams', async () => {
+  test("sign prints an Authorization header the service accepts (also as npm run -s sign), and engrams pull prints a mod's engrams", async () => {
     const userId = randomUUID();
     const pair = generateKeyPairSync('ed25519');
     const keyFile = join(configHome, 'me.pem');
     writeFileSync(keyFile, pair.privateKey.export({ type: 'pkcs8', format: 'pem' }));
-    const v1 = new V1Client({ baseUrl: server.url, userId, privateKey: pair.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString() });
-    await v1.users.create({ user_id: userId, public_key: pair.publicKey.export({ type: 'spki', format: 'pem' }).toString() });
+    const v1 = new V1Client({
+      baseUrl: server.url,
+      userId,
+      privateKey: pair.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
+    });
+    await v1.users.create({
+      user_id: userId,
+      public_key: pair.publicKey.export({ type: 'spki', format: 'pem' }).toString(),
+    });
     const modId = publishMod(workshop);
     const registered = await v1.mods.register(modId);
     workshop.items.get(modId)!.description = registered.confirmation_code;
     await v1.mods.confirm(modId);
-    await v1.engrams.save({ path: `/Game/Mods/${modId}/Axe.Axe`, label: 'Axe', mod_id: modId, availability: 1, can_blueprint: true });
+    await v1.engrams.save({
+      path: `/Game/Mods/${modId}/Axe.Axe`,
+      label: 'Axe',
+      mod_id: modId,
+      availability: 1,
+      can_blueprint: true,
+    });
 
-    const signed = await cli(['sign', '--user', userId, '--key', keyFile, '--method', 'GET', '--path', '/v1/mod.php', '--base-url', server.url]);
+    const signed = await cli([
+      'sign',
+      '--user',
+      userId,
+      '--key',
+      keyFile,
+      '--method',
+      'GET',
+      '--path',
+      '/v1/mod.php',
+      '--base-url',
+      server.url,
+    ]);
     assert.equal(signed.code, 0, signed.stderr);
     const header = /^Authorization: (Basic \S+)\n$/.exec(signed.stdout)?.[1];
     assert.ok(header, signed.stdout);
@@ -183,13 +235,37 @@ describe('content-service CLI', () => {
     assert.equal(((await mods.json()) as Array<{ mod_id: string }>)[0]!.mod_id, modId);
 
     const body = JSON.stringify({ mod_id: modId });
-    const viaNpm = execFileSync('npm', ['run', '-s', 'sign', '--', '--user', userId, '--key', keyFile, '--method', 'DELETE', '--path', `/v1/engram.php`, '--body', body, '--base-url', server.url], { cwd: ROOT, encoding: 'utf8' });
+    const viaNpm = execFileSync(
+      'npm',
+      [
+        'run',
+        '-s',
+        'sign',
+        '--',
+        '--user',
+        userId,
+        '--key',
+        keyFile,
+        '--method',
+        'DELETE',
+        '--path',
+        `/v1/engram.php`,
+        '--body',
+        body,
+        '--base-url',
+        server.url,
+      ],
+      { cwd: ROOT, encoding: 'utf8' },
+    );
     assert.match(viaNpm, /^Authorization: Basic \S+\n$/);
 
     const pulled = await cli(['engrams', 'pull', '--mod', modId]);
     assert.equal(pulled.code, 0, pulled.stderr);
     const engrams = JSON.parse(pulled.stdout);
-    assert.deepEqual(engrams.map((engram: { label: string }) => engram.label), ['Axe']);
+    assert.deepEqual(
+      engrams.map((engram: { label: string }) => engram.label),
+      ['Axe'],
+    );
   });
 
   test('examples/list-projects.ts signs in with the device flow and lists the projects', async () => {

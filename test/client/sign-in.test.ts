@@ -8,7 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import type { Browser } from 'playwright-core';
 import { ContentServiceError, type DeviceCode } from '../../client/src/index.ts';
 import { launchBrowser } from '../helpers/browser.ts';
-import { countingFetch, newClient, signInOnPage, type Account } from '../helpers/client.ts';
+import { type Account, countingFetch, newClient, signInOnPage } from '../helpers/client.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 
 let server: TestServer;
@@ -31,10 +31,15 @@ async function approveOnDevicePage(code: DeviceCode, account: Account, decision:
     assert.ok(code.verification_uri_complete);
     await page.goto(code.verification_uri_complete);
     await page.getByRole('heading', { name: 'Connect a device' }).waitFor();
-    assert.equal((await page.getByLabel('Code').inputValue()).replace('-', '').toUpperCase(), code.user_code.replace('-', ''));
+    assert.equal(
+      (await page.getByLabel('Code').inputValue()).replace('-', '').toUpperCase(),
+      code.user_code.replace('-', ''),
+    );
     await page.getByLabel('Code').press('Enter');
     await signInOnPage(page, account, decision);
-    await page.getByRole('heading', { name: decision === 'Allow' ? 'Device connected' : /denied|not connected|cancel/i }).waitFor();
+    await page
+      .getByRole('heading', { name: decision === 'Allow' ? 'Device connected' : /denied|not connected|cancel/i })
+      .waitFor();
   } finally {
     await context.close();
   }
@@ -69,7 +74,9 @@ describe('device flow', () => {
   test('a denial on the device page ends the sign-in with access_denied and stores nothing', async () => {
     const { client, account } = await newClient(server);
     let approval: Promise<void> | undefined;
-    const failure = await client.signInWithDevice({ onCode: (code) => void (approval = approveOnDevicePage(code, account, 'Deny')) }).catch((error) => error);
+    const failure = await client
+      .signInWithDevice({ onCode: (code) => void (approval = approveOnDevicePage(code, account, 'Deny')) })
+      .catch((error) => error);
     await approval;
     assert.ok(failure instanceof ContentServiceError, String(failure));
     assert.equal(failure.code, 'access_denied');
@@ -84,7 +91,11 @@ describe('device flow', () => {
       .signInWithDevice({
         // The service's codes live 10 minutes; this one is made to expire at once.
         onCode: async (code) => {
-          await server.app.database.db.updateTable('device_authorizations').set({ expires_at: Date.now() - 1000 }).where('user_code', '=', code.user_code.replace('-', '')).execute();
+          await server.app.database.db
+            .updateTable('device_authorizations')
+            .set({ expires_at: Date.now() - 1000 })
+            .where('user_code', '=', code.user_code.replace('-', ''))
+            .execute();
         },
       })
       .catch((error) => error);

@@ -60,7 +60,9 @@ describe('refresh', () => {
   test('a session revoked elsewhere surfaces as a sessionEnded error, and the tokens are forgotten', async () => {
     const { client } = await clientWithClock();
     const tokens = await client.tokenStore.get(client.storeKey);
-    const ended = await server.request('DELETE', '/v4/session', { headers: { authorization: `Bearer ${tokens!.accessToken}` } });
+    const ended = await server.request('DELETE', '/v4/session', {
+      headers: { authorization: `Bearer ${tokens!.accessToken}` },
+    });
     assert.equal(ended.status, 204);
     const failure = await client.projects.listPage().catch((error) => error);
     assert.ok(failure instanceof ContentServiceError, String(failure));
@@ -80,10 +82,16 @@ describe('sign-out', () => {
     const tokens = (await client.tokenStore.get(client.storeKey))!;
     await client.signOut();
     assert.equal(await client.isSignedIn(), false);
-    const access = await server.request('GET', '/v4/user', { headers: { authorization: `Bearer ${tokens.accessToken}` } });
+    const access = await server.request('GET', '/v4/user', {
+      headers: { authorization: `Bearer ${tokens.accessToken}` },
+    });
     assert.equal(access.status, 401);
     const refresh = await server.request('POST', '/v4/login', {
-      body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: tokens.refreshToken!, client_id: client.client.client_id }).toString(),
+      body: new URLSearchParams({
+        grant_type: 'refresh_token',
+        refresh_token: tokens.refreshToken!,
+        client_id: client.client.client_id,
+      }).toString(),
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
     });
     assert.equal(refresh.status, 400);
@@ -102,7 +110,11 @@ describe('token stores', () => {
     assert.equal(statSync(directory).mode & 0o777, 0o700);
     const saved = JSON.parse(readFileSync(path, 'utf8'));
     assert.ok(saved[client.storeKey].accessToken);
-    const later = await ContentServiceClient.discover({ issuer: server.url, clientId: app.clientId, tokenStore: new FileTokenStore(path) });
+    const later = await ContentServiceClient.discover({
+      issuer: server.url,
+      clientId: app.clientId,
+      tokenStore: new FileTokenStore(path),
+    });
     assert.equal((await later.user.get()).username, account.username);
     await later.signOut();
     assert.deepEqual(JSON.parse(readFileSync(path, 'utf8')), {});
@@ -127,8 +139,13 @@ describe('errors', () => {
   });
 
   test('OAuth errors keep error and error_description', async () => {
-    const client = await ContentServiceClient.discover({ issuer: server.url, clientId: '00000000-0000-4000-8000-000000000000' });
-    const failure = await client.signInWithDevice({ onCode: () => assert.fail('no code for an unknown client') }).catch((error) => error);
+    const client = await ContentServiceClient.discover({
+      issuer: server.url,
+      clientId: '00000000-0000-4000-8000-000000000000',
+    });
+    const failure = await client
+      .signInWithDevice({ onCode: () => assert.fail('no code for an unknown client') })
+      .catch((error) => error);
     assert.ok(failure instanceof ContentServiceError, String(failure));
     assert.equal(failure.status, 401);
     assert.equal(failure.error, 'invalid_client');
@@ -138,7 +155,9 @@ describe('errors', () => {
   });
 
   test('discovery of something that is not the service is a clear error', async () => {
-    const failure = await ContentServiceClient.discover({ issuer: `${server.url}/elsewhere`, clientId: 'x' }).catch((error) => error);
+    const failure = await ContentServiceClient.discover({ issuer: `${server.url}/elsewhere`, clientId: 'x' }).catch(
+      (error) => error,
+    );
     assert.ok(failure instanceof ContentServiceError);
     assert.equal(failure.code, 'discoveryFailed');
     assert.match(failure.message, /OAuth metadata/);

@@ -6,10 +6,10 @@
 import assert from 'node:assert/strict';
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { ContentServiceError, V1Client, type SignatureHash } from '../../client/src/index.ts';
+import { ContentServiceError, type SignatureHash, V1Client } from '../../client/src/index.ts';
 import { rsaKeyPair } from '../helpers/keys.ts';
-import { publishMod } from '../helpers/v1.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
+import { publishMod } from '../helpers/v1.ts';
 import { FakeWorkshop } from '../helpers/workshop.ts';
 
 let server: TestServer;
@@ -30,7 +30,10 @@ const KEYS: Array<{ name: string; hash: SignatureHash; make: () => { privatePem:
     hash: 'sha1',
     make: () => {
       const pair = rsaKeyPair(0);
-      return { privatePem: pair.privateKey.export({ type: 'pkcs1', format: 'pem' }).toString(), publicPem: pair.publicKey.export({ type: 'pkcs1', format: 'pem' }).toString() };
+      return {
+        privatePem: pair.privateKey.export({ type: 'pkcs1', format: 'pem' }).toString(),
+        publicPem: pair.publicKey.export({ type: 'pkcs1', format: 'pem' }).toString(),
+      };
     },
   },
   {
@@ -38,7 +41,10 @@ const KEYS: Array<{ name: string; hash: SignatureHash; make: () => { privatePem:
     hash: 'sha256',
     make: () => {
       const pair = rsaKeyPair(1);
-      return { privatePem: pair.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(), publicPem: pair.publicKey.export({ type: 'spki', format: 'pem' }).toString() };
+      return {
+        privatePem: pair.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
+        publicPem: pair.publicKey.export({ type: 'spki', format: 'pem' }).toString(),
+      };
     },
   },
   {
@@ -46,7 +52,10 @@ const KEYS: Array<{ name: string; hash: SignatureHash; make: () => { privatePem:
     hash: 'sha256',
     make: () => {
       const pair = generateKeyPairSync('ed25519');
-      return { privatePem: pair.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(), publicPem: pair.publicKey.export({ type: 'spki', format: 'pem' }).toString() };
+      return {
+        privatePem: pair.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
+        publicPem: pair.publicKey.export({ type: 'spki', format: 'pem' }).toString(),
+      };
     },
   },
 ];
@@ -63,11 +72,16 @@ for (const key of KEYS) {
       assert.match(created.public_key, /BEGIN PUBLIC KEY/);
       assert.equal((await v1().users.get(userId)).user_id, userId);
       const several = await v1().users.getMany([userId, randomUUID()]);
-      assert.deepEqual(several.map((user) => user.user_id), [userId]);
+      assert.deepEqual(
+        several.map((user) => user.user_id),
+        [userId],
+      );
       assert.deepEqual(await v1().users.getMany([randomUUID()]), []);
 
       const other = generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
-      const failure = await new V1Client({ baseUrl: server.url, userId, privateKey: other }).mods.list().catch((error) => error);
+      const failure = await new V1Client({ baseUrl: server.url, userId, privateKey: other }).mods
+        .list()
+        .catch((error) => error);
       assert.ok(failure instanceof ContentServiceError);
       assert.equal(failure.status, 403);
       assert.equal(failure.details, `GET\nhttps://${new URL(server.url).host}/v1/mod.php`);
@@ -78,22 +92,36 @@ for (const key of KEYS) {
       const registered = await v1().mods.register(modId);
       assert.equal(registered.mod_id, modId);
       assert.equal(registered.confirmed, false);
-      const early = await v1().mods.confirm(modId).catch((error) => error);
+      const early = await v1()
+        .mods.confirm(modId)
+        .catch((error) => error);
       assert.equal(early.status, 412);
       workshop.items.get(modId)!.description = `mine: ${registered.confirmation_code}`;
       const confirmed = await v1().mods.confirm(modId);
       assert.equal(confirmed.confirmed, true);
-      assert.deepEqual((await v1().mods.list()).map((mod) => mod.mod_id), [modId]);
+      assert.deepEqual(
+        (await v1().mods.list()).map((mod) => mod.mod_id),
+        [modId],
+      );
       assert.equal((await v1().mods.get(modId)).name, 'Client Mod');
 
       const path = `/Game/Mods/${modId}/Items/Sword.Sword`;
-      const saved = await v1().engrams.save({ path, label: 'Sword', mod_id: modId, availability: ['Island', 'Scorched'], can_blueprint: true });
+      const saved = await v1().engrams.save({
+        path,
+        label: 'Sword',
+        mod_id: modId,
+        availability: ['Island', 'Scorched'],
+        can_blueprint: true,
+      });
       assert.equal(saved.class, 'Sword_C');
       assert.deepEqual(saved.environments, ['Island', 'Scorched']);
       const many = await v1().engrams.save([{ path, label: 'Better sword' }]);
       assert.equal(many[0]!.label, 'Better sword');
       const listed = await new V1Client({ baseUrl: server.url }).engrams.list({ modIds: [modId] });
-      assert.deepEqual(listed.map((engram) => engram.uid), [saved.uid]);
+      assert.deepEqual(
+        listed.map((engram) => engram.uid),
+        [saved.uid],
+      );
       assert.equal(((await v1().engrams.get(saved.uid)) as { label: string }).label, 'Better sword');
       assert.deepEqual((await v1().engrams.delete(saved.uid)).deleted, [saved.uid]);
       assert.deepEqual(await v1().engrams.list({ modIds: [modId] }), []);
@@ -104,12 +132,20 @@ for (const key of KEYS) {
 
     test('documents: publish (one and several), list, metadata, download, exists, delete', async () => {
       const one = { Identifier: randomUUID(), Title: 'Loot: one', Description: 'first', Version: 1, LootSources: [] };
-      const two = { Identifier: randomUUID(), Title: 'Two', Description: 'second', LootSources: [{ Class: 'Crate_C' }] };
+      const two = {
+        Identifier: randomUUID(),
+        Title: 'Two',
+        Description: 'second',
+        LootSources: [{ Class: 'Crate_C' }],
+      };
       const published = await v1().documents.publish(one);
       assert.equal(published.document_id, one.Identifier);
       assert.equal(published.user_id, userId);
       const both = await v1().documents.publish([{ ...one, Description: 'first, again' }, two]);
-      assert.deepEqual(both.map((meta) => meta.revision), [2, 1]);
+      assert.deepEqual(
+        both.map((meta) => meta.revision),
+        [2, 1],
+      );
       const mine = await v1().documents.list({ user_id: userId, sort: 'last_updated', direction: 'asc' });
       assert.deepEqual(new Set(mine.map((meta) => meta.document_id)), new Set([one.Identifier, two.Identifier]));
       assert.equal((await v1().documents.metadata(two.Identifier)).name, 'Two');
@@ -117,13 +153,18 @@ for (const key of KEYS) {
       assert.equal(JSON.parse(await v1().documents.download(two.Identifier)).Title, 'Two');
       assert.equal((await v1().documents.metadata(two.Identifier)).download_count, 1);
       assert.equal(await v1().documents.exists(one.Identifier), true);
-      assert.deepEqual(new Set((await v1().documents.delete([one.Identifier, two.Identifier])).deleted), new Set([one.Identifier, two.Identifier]));
+      assert.deepEqual(
+        new Set((await v1().documents.delete([one.Identifier, two.Identifier])).deleted),
+        new Set([one.Identifier, two.Identifier]),
+      );
       assert.equal(await v1().documents.exists(one.Identifier), false);
     });
 
     test('users: delete yourself', async () => {
       assert.deepEqual((await v1().users.delete()).deleted, [userId]);
-      const gone = await v1().users.get(userId).catch((error) => error);
+      const gone = await v1()
+        .users.get(userId)
+        .catch((error) => error);
       assert.equal(gone.status, 404);
     });
   });

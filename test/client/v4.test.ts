@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { ContentServiceClient, Project } from '../../client/src/index.ts';
-import { countingFetch, newClient, signInQuickly, type Account } from '../helpers/client.ts';
+import { type Account, countingFetch, newClient, signInQuickly } from '../helpers/client.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 
 let server: TestServer;
@@ -31,14 +31,23 @@ describe('projects', () => {
 
     const before = counter.count('GET /v4/projects');
     const seen: Project[] = [];
-    for await (const project of client.projects.list({ title: 'Paged', pageSize: 100, sortedColumn: 'title' })) seen.push(project);
+    for await (const project of client.projects.list({ title: 'Paged', pageSize: 100, sortedColumn: 'title' }))
+      seen.push(project);
     assert.equal(counter.count('GET /v4/projects') - before, 10);
-    assert.deepEqual(seen.map((project) => project.title), titles);
+    assert.deepEqual(
+      seen.map((project) => project.title),
+      titles,
+    );
     assert.equal(new Set(seen.map((project) => project.projectId)).size, 1000);
 
     // Stopping early reads no further page.
     const start = counter.count('GET /v4/projects');
-    for await (const project of client.projects.list({ title: 'Paged', pageSize: 100, sortedColumn: 'title', sortDirection: 'descending' })) {
+    for await (const project of client.projects.list({
+      title: 'Paged',
+      pageSize: 100,
+      sortedColumn: 'title',
+      sortDirection: 'descending',
+    })) {
       assert.equal(project.title, 'Paged 0999');
       break;
     }
@@ -61,9 +70,18 @@ describe('projects', () => {
     assert.equal(created.revision, 1);
     assert.deepEqual(await client.projects.get(created.projectId), created);
 
-    const bulk = await client.projects.save([{ projectId: created.projectId, title: 'First, renamed' }, { title: 'Second' }]);
-    assert.deepEqual(bulk.updated.map((project) => project.title), ['First, renamed']);
-    assert.deepEqual(bulk.created.map((project) => project.title), ['Second']);
+    const bulk = await client.projects.save([
+      { projectId: created.projectId, title: 'First, renamed' },
+      { title: 'Second' },
+    ]);
+    assert.deepEqual(
+      bulk.updated.map((project) => project.title),
+      ['First, renamed'],
+    );
+    assert.deepEqual(
+      bulk.created.map((project) => project.title),
+      ['Second'],
+    );
     assert.equal(bulk.updated[0]!.description, 'about it');
 
     const replaced = await client.projects.replace(created.projectId, { title: 'Replaced' });
@@ -82,7 +100,9 @@ describe('projects', () => {
 
   test('a bulk delete naming a missing project deletes nothing', async () => {
     const kept = await client.projects.create({ title: 'Kept' });
-    const failure = await client.projects.deleteMany([kept.projectId, '00000000-0000-4000-8000-000000000000']).catch((error) => error);
+    const failure = await client.projects
+      .deleteMany([kept.projectId, '00000000-0000-4000-8000-000000000000'])
+      .catch((error) => error);
     assert.equal(failure.status, 404);
     assert.equal((await client.projects.get(kept.projectId)).title, 'Kept');
   });

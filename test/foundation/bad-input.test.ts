@@ -7,11 +7,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createSession } from '../../src/oauth/sessions.ts';
+import type { TestUser } from '../helpers/keys.ts';
 import { FormClient, newAccount, newApp, startLogin, tokenRequest } from '../helpers/oauth.ts';
-import { startServer, type Reply, type TestServer } from '../helpers/server.ts';
+import { type Reply, startServer, type TestServer } from '../helpers/server.ts';
 import { confirmedMod, registerUser, signed } from '../helpers/v1.ts';
 import { FakeWorkshop } from '../helpers/workshop.ts';
-import type { TestUser } from '../helpers/keys.ts';
 
 const workshop = new FakeWorkshop();
 let server: TestServer;
@@ -26,7 +26,11 @@ before(async () => {
   const account = await newAccount(server);
   const app = await newApp(server, { scopes: ['common', 'users:read', 'users.private_key:read'] });
   clientId = app.clientId;
-  ({ accessToken: token } = await createSession(server.app.database.db, { userId: account.userId, clientId, scope: 'common users:read users.private_key:read' }));
+  ({ accessToken: token } = await createSession(server.app.database.db, {
+    userId: account.userId,
+    clientId,
+    scope: 'common users:read users.private_key:read',
+  }));
   v1User = await registerUser(server);
   modId = String((await confirmedMod(server, workshop, v1User)).mod_id);
 });
@@ -42,7 +46,11 @@ function assertApiError(reply: Reply, status: number) {
   assert.match(reply.headers.get('content-type') ?? '', /^application\/json/);
   assert.equal(typeof reply.body?.code, 'string', reply.text);
   assert.equal(typeof reply.body?.message, 'string', reply.text);
-  assert.deepEqual(Object.keys(reply.body).filter((key) => !['code', 'message', 'details'].includes(key)), [], reply.text);
+  assert.deepEqual(
+    Object.keys(reply.body).filter((key) => !['code', 'message', 'details'].includes(key)),
+    [],
+    reply.text,
+  );
 }
 
 describe('repeated query parameters', () => {
@@ -59,7 +67,10 @@ describe('repeated query parameters', () => {
   });
 
   test('a repeated parameter of the authorization endpoint is invalid_request', async () => {
-    const reply = await server.request('GET', `/v4/login?client_id=${clientId}&client_id=${clientId}&response_type=code`);
+    const reply = await server.request(
+      'GET',
+      `/v4/login?client_id=${clientId}&client_id=${clientId}&response_type=code`,
+    );
     assert.equal(reply.status, 400, reply.text);
     assert.equal(reply.body.error, 'invalid_request');
   });
@@ -78,7 +89,10 @@ describe('Object.prototype names as input', () => {
 
 describe('the sign-in switch keeps its Location a valid header', () => {
   async function browserOnLoginPage() {
-    const page = await startLogin(server, { client_id: clientId, code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM' });
+    const page = await startLogin(server, {
+      client_id: clientId,
+      code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+    });
     const browser = new FormClient(server);
     const html = (await browser.fetch(page)).text;
     const csrf = /name="_csrf" value="([^"]+)"/.exec(html)?.[1];
@@ -102,17 +116,29 @@ describe('the sign-in switch keeps its Location a valid header', () => {
 
 describe('NUL characters are refused before they reach the database', () => {
   test('in a v4 body (project title)', async () => {
-    assertApiError(await server.request('POST', '/v4/projects', { headers: bearer(), body: { title: 'a\u0000b', gameId: 'ark' } }), 400);
+    assertApiError(
+      await server.request('POST', '/v4/projects', { headers: bearer(), body: { title: 'a\u0000b', gameId: 'ark' } }),
+      400,
+    );
   });
 
   test('the refusal names where the NUL is: a value or a key, inside an element of a bulk POST', async () => {
-    const inValue = await server.request('POST', '/v4/projects', { headers: bearer(), body: [{ title: 'fine' }, { title: 'a\u0000b' }] });
+    const inValue = await server.request('POST', '/v4/projects', {
+      headers: bearer(),
+      body: [{ title: 'fine' }, { title: 'a\u0000b' }],
+    });
     assertApiError(inValue, 400);
     assert.match(inValue.body.message, /\(at \/1\/title\)$/, inValue.text);
-    const inKey = await server.request('POST', '/v4/projects', { headers: bearer(), body: [{ title: 'fine', extra: { ['k\u0000ey']: 1 } }] });
+    const inKey = await server.request('POST', '/v4/projects', {
+      headers: bearer(),
+      body: [{ title: 'fine', extra: { ['k\u0000ey']: 1 } }],
+    });
     assertApiError(inKey, 400);
     assert.match(inKey.body.message, /\(at \/0\/extra\/k\\0ey\)$/, inKey.text);
-    const whole = await server.request('POST', '/v4/projects', { headers: { ...bearer(), 'content-type': 'application/json' }, body: '"a\\u0000b"' });
+    const whole = await server.request('POST', '/v4/projects', {
+      headers: { ...bearer(), 'content-type': 'application/json' },
+      body: '"a\\u0000b"',
+    });
     assertApiError(whole, 400);
     assert.match(whole.body.message, /\(at \/\)$/, whole.text);
   });
@@ -142,31 +168,53 @@ describe('NUL characters are refused before they reach the database', () => {
     const refused = { authorization: 'Bearer not-a-token' };
     assertApiError(await server.request('GET', '/v4/users/%00', { headers: refused }), 401);
     assertApiError(await server.request('GET', '/v4/projects?title=%00', { headers: refused }), 401);
-    assertApiError(await server.request('POST', '/v4/projects', { headers: refused, body: { title: 'a\u0000b', gameId: 'ark' } }), 401);
+    assertApiError(
+      await server.request('POST', '/v4/projects', { headers: refused, body: { title: 'a\u0000b', gameId: 'ark' } }),
+      401,
+    );
   });
 
   test('in a sign-in username', async () => {
-    const page = await startLogin(server, { client_id: clientId, code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM' });
+    const page = await startLogin(server, {
+      client_id: clientId,
+      code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+    });
     const browser = new FormClient(server);
     const reply = await browser.submit(page, { username: 'a\u0000b', password: 'whatever1' });
     assert.equal(reply.status, 400, reply.text);
   });
 
   test('in the client id of HTTP Basic at the token endpoint', async () => {
-    const reply = await tokenRequest(server, { grant_type: 'refresh_token', refresh_token: 'x' }, { authorization: `Basic ${Buffer.from('a%00b:secret').toString('base64')}` });
+    const reply = await tokenRequest(
+      server,
+      { grant_type: 'refresh_token', refresh_token: 'x' },
+      { authorization: `Basic ${Buffer.from('a%00b:secret').toString('base64')}` },
+    );
     assert.ok(reply.status === 400 || reply.status === 401, reply.text);
     assert.equal(typeof reply.body.error, 'string');
   });
 
   test('as a \\u0000 escape in a v1 document title', async () => {
     const id = crypto.randomUUID();
-    const reply = await signed(server, v1User, 'POST', '/v1/document.php', `{"Identifier":"${id}","Title":"a\\u0000b","Description":"","LootSources":[]}`);
+    const reply = await signed(
+      server,
+      v1User,
+      'POST',
+      '/v1/document.php',
+      `{"Identifier":"${id}","Title":"a\\u0000b","Description":"","LootSources":[]}`,
+    );
     assertApiError(reply, 400);
     assert.equal((await server.request('GET', `/v1/document.php/${id}`)).status, 404);
   });
 
   test('in a v1 engram write', async () => {
-    const reply = await signed(server, v1User, 'POST', '/v1/engram.php', { path: '/Game/Mods/A/B\u0000.B', label: 'x', mod_id: modId, availability: 1, can_blueprint: true });
+    const reply = await signed(server, v1User, 'POST', '/v1/engram.php', {
+      path: '/Game/Mods/A/B\u0000.B',
+      label: 'x',
+      mod_id: modId,
+      availability: 1,
+      can_blueprint: true,
+    });
     assertApiError(reply, 400);
   });
 });
@@ -187,7 +235,10 @@ describe('deeply nested JSON', () => {
   test('a v1 body 20,000 levels deep answers 400 in our shape without echoing it', async () => {
     for (const [path, body] of [
       ['/v1/mod.php', `{"mod_id":${nested(20_000)}}`],
-      ['/v1/engram.php', `{"path":"/Game/A.B","label":"x","mod_id":"${modId}","availability":1,"can_blueprint":true,"environments":${nested(20_000)}}`],
+      [
+        '/v1/engram.php',
+        `{"path":"/Game/A.B","label":"x","mod_id":"${modId}","availability":1,"can_blueprint":true,"environments":${nested(20_000)}}`,
+      ],
       ['/v1/user.php', `{"user_id":"${v1User.userId}","public_key":${nested(20_000)}}`],
     ] as const) {
       const reply = await signed(server, v1User, 'POST', path, body);
@@ -197,7 +248,10 @@ describe('deeply nested JSON', () => {
   });
 
   test('a v4 body 20,000 levels deep answers 400 in our shape', async () => {
-    const reply = await server.request('POST', '/v4/projects', { headers: { ...bearer(), 'content-type': 'application/json' }, body: `{"title":${nested(20_000)}}` });
+    const reply = await server.request('POST', '/v4/projects', {
+      headers: { ...bearer(), 'content-type': 'application/json' },
+      body: `{"title":${nested(20_000)}}`,
+    });
     assertApiError(reply, 400);
   });
 });

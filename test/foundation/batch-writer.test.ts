@@ -12,20 +12,31 @@ import { after, before, describe, test } from 'node:test';
 import type { Worker } from 'node:worker_threads';
 import BetterSqlite3 from 'better-sqlite3';
 import { sql } from 'kysely';
-import { BatchWriterUnavailable, BatchWriteError, SqliteThread, type BatchStatement } from '../../src/db/sqlite-thread.ts';
-import { WriteLock, type CommitGroup } from '../../src/db/sqlite-driver.ts';
-import { openDatabase, type Database } from '../../src/db/connection.ts';
+import { type Database, openDatabase } from '../../src/db/connection.ts';
+import { type CommitGroup, WriteLock } from '../../src/db/sqlite-driver.ts';
+import {
+  type BatchStatement,
+  BatchWriteError,
+  BatchWriterUnavailable,
+  SqliteThread,
+} from '../../src/db/sqlite-thread.ts';
 
 const onSqlite = !process.env.DATABASE_URL?.startsWith('postgres');
 
 /** One INSERT of `names` into the test table. */
-const insert = (...names: string[]): BatchStatement => ({ sql: `insert into items (name) values ${names.map(() => '(?)').join(', ')}`, parameters: names });
+const insert = (...names: string[]): BatchStatement => ({
+  sql: `insert into items (name) values ${names.map(() => '(?)').join(', ')}`,
+  parameters: names,
+});
 
 describe('the SQLite batch writer', { skip: !onSqlite && 'SQLite only' }, () => {
   let dir: string;
   let path: string;
   let database: Database;
-  const names = async () => (await sql<{ name: string }>`select name from items order by rowid`.execute(database.db)).rows.map((row) => row.name);
+  const names = async () =>
+    (await sql<{ name: string }>`select name from items order by rowid`.execute(database.db)).rows.map(
+      (row) => row.name,
+    );
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'svc-batch-'));
@@ -51,7 +62,10 @@ describe('the SQLite batch writer', { skip: !onSqlite && 'SQLite only' }, () => 
   });
 
   test('writes nothing when a SELECT of `unless` answers a row, checked in the same transaction', async () => {
-    const lookup = (name: string): BatchStatement => ({ sql: 'select name from items where name = ?', parameters: [name] });
+    const lookup = (name: string): BatchStatement => ({
+      sql: 'select name from items where name = ?',
+      parameters: [name],
+    });
     assert.equal(await database.writeBatch!([insert('u1'), insert('u2')], [lookup('nothing'), lookup('b')]), false);
     assert.deepEqual(await names(), ['a', 'b', 'c']);
     assert.equal(await database.writeBatch!([insert('u1')], [lookup('nothing')]), true);
@@ -107,7 +121,10 @@ describe('the SQLite batch writer', { skip: !onSqlite && 'SQLite only' }, () => 
 
   test('a thread that dies fails its batch as not written, and the next batch gets a new thread', async () => {
     // A million objects as parameters: past the thread's heap limit (32 MiB), it runs out of memory and stops.
-    const error = await database.writeBatch!([insert('lost'), { sql: 'select ?', parameters: Array.from({ length: 1_000_000 }, (_, n) => ({ n })) }]).catch((caught) => caught);
+    const error = await database.writeBatch!([
+      insert('lost'),
+      { sql: 'select ?', parameters: Array.from({ length: 1_000_000 }, (_, n) => ({ n })) },
+    ]).catch((caught) => caught);
     assert.ok(error instanceof BatchWriterUnavailable, String(error));
     assert.ok(!(await names()).includes('lost'));
     await database.writeBatch!([insert('after the loss')]);
@@ -119,7 +136,9 @@ describe('the SQLite batch writer', { skip: !onSqlite && 'SQLite only' }, () => 
     const path2 = join(dir2, 'test.db');
     const closing = openDatabase({ kind: 'sqlite', path: path2 });
     await sql`create table items (name text primary key)`.execute(closing.db);
-    const inFlight = closing.writeBatch!(Array.from({ length: 20 }, (_, chunk) => insert(...Array.from({ length: 50 }, (_, n) => `${chunk}/${n}`))));
+    const inFlight = closing.writeBatch!(
+      Array.from({ length: 20 }, (_, chunk) => insert(...Array.from({ length: 50 }, (_, n) => `${chunk}/${n}`))),
+    );
     const closed = closing.close();
     await inFlight;
     await closed;
@@ -174,7 +193,10 @@ describe('one thread for batches and checkpoints', { skip: !onSqlite && 'SQLite 
       const sizeBefore = statSync(path).size;
       const filler = 'x'.repeat(3000);
       assert.equal(await database.writeBatch!(Array.from({ length: 300 }, (_, n) => insert(`${n}-${filler}`))), true);
-      await until('the thread copies the batch’s pages into the database file', () => statSync(path).size > sizeBefore + 800_000);
+      await until(
+        'the thread copies the batch’s pages into the database file',
+        () => statSync(path).size > sizeBefore + 800_000,
+      );
       assert.deepEqual([...running], [thread]);
     } finally {
       await database.close();
@@ -189,7 +211,11 @@ describe('one thread for batches and checkpoints', { skip: !onSqlite && 'SQLite 
     setup.exec('create table items (name text primary key)');
     setup.close();
     const lock = new WriteLock();
-    const thread = new SqliteThread(path, { lock, group: { open: false } as CommitGroup }, { autocheckpoint: () => 1000, restartFrom: () => Number.MAX_SAFE_INTEGER });
+    const thread = new SqliteThread(
+      path,
+      { lock, group: { open: false } as CommitGroup },
+      { autocheckpoint: () => 1000, restartFrom: () => Number.MAX_SAFE_INTEGER },
+    );
     try {
       thread.checkpointEvery(60_000); // one now, the next a minute later
       assert.equal(lock.held, false, 'the checkpoint in flight leaves the write lock free');
@@ -203,7 +229,10 @@ describe('one thread for batches and checkpoints', { skip: !onSqlite && 'SQLite 
   });
 
   test('without checkpoints, the thread goes after the idle time and comes back with the next batch', async () => {
-    const database = openDatabase({ kind: 'sqlite', path: join(dir, 'batches.db') }, { checkpointWorkerAfterWrites: 1_000_000, threadIdleMs: 100 });
+    const database = openDatabase(
+      { kind: 'sqlite', path: join(dir, 'batches.db') },
+      { checkpointWorkerAfterWrites: 1_000_000, threadIdleMs: 100 },
+    );
     try {
       await sql`create table items (name text primary key)`.execute(database.db);
       assert.equal(running.size, 0);
@@ -212,7 +241,12 @@ describe('one thread for batches and checkpoints', { skip: !onSqlite && 'SQLite 
       await until('the idle thread stops', () => running.size === 0);
       assert.equal(await database.writeBatch!([insert('two')]), true);
       assert.equal(running.size, 1);
-      assert.deepEqual((await sql<{ name: string }>`select name from items order by rowid`.execute(database.db)).rows.map((row) => row.name), ['one', 'two']);
+      assert.deepEqual(
+        (await sql<{ name: string }>`select name from items order by rowid`.execute(database.db)).rows.map(
+          (row) => row.name,
+        ),
+        ['one', 'two'],
+      );
     } finally {
       await database.close();
     }

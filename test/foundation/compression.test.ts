@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
-import { startServer, type TestServer } from '../helpers/server.ts';
-import { rawRequest, type RawReply } from '../helpers/raw-http.ts';
 import type { TestUser } from '../helpers/keys.ts';
+import { type RawReply, rawRequest } from '../helpers/raw-http.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
 import { confirmedMod, registerUser, signed } from '../helpers/v1.ts';
 import { FakeWorkshop } from '../helpers/workshop.ts';
 
@@ -31,7 +31,9 @@ let serial = 0;
 async function engramOfSize(size: number): Promise<string> {
   const add = async (label: string) => {
     const object = `PrimalItem_Sized${++serial}`;
-    const reply = await signed(server, owner, 'POST', '/v1/engram.php', [{ path: `/Game/Mods/${modId}/${object}.${object}`, label, mod_id: modId, availability: 31, can_blueprint: true }]);
+    const reply = await signed(server, owner, 'POST', '/v1/engram.php', [
+      { path: `/Game/Mods/${modId}/${object}.${object}`, label, mod_id: modId, availability: 31, can_blueprint: true },
+    ]);
     assert.equal(reply.status, 200, reply.text);
     return `/v1/engram.php/${(reply.body as Array<{ uid: string }>)[0]!.uid}`;
   };
@@ -170,7 +172,13 @@ describe('document downloads', () => {
   // (@fastify/compress coded application/octet-stream too; docs/decisions.md said otherwise.)
   test('a download over 1 KiB is coded when the client accepts it, and decodes byte for byte', async () => {
     const id = randomUUID();
-    const text = JSON.stringify({ Identifier: id, Title: 'Large', Description: 'x'.repeat(2000), Version: 1, LootSources: [] });
+    const text = JSON.stringify({
+      Identifier: id,
+      Title: 'Large',
+      Description: 'x'.repeat(2000),
+      Version: 1,
+      LootSources: [],
+    });
     const posted = await signed(server, owner, 'POST', '/v1/document.php', text);
     assert.equal(posted.status, 200, posted.text);
     const plain = await raw(`/v1/document.php/${id}`);

@@ -6,7 +6,20 @@ import { chooseEncoding, encodingChooser, noneMatchHits } from '../../src/http/c
 test('encodingChooser answers chooseEncoding, also past its memory', () => {
   const available = ['br', 'gzip'] as const;
   const choose = encodingChooser(available, 3);
-  const headers = [undefined, '', 'br, gzip', 'gzip', 'br;q=0', 'gzip;q=0.5, br;q=0.4', '*', 'identity', 'br, gzip', 'GZIP', 'deflate', ['gzip', 'br;q=0']];
+  const headers = [
+    undefined,
+    '',
+    'br, gzip',
+    'gzip',
+    'br;q=0',
+    'gzip;q=0.5, br;q=0.4',
+    '*',
+    'identity',
+    'br, gzip',
+    'GZIP',
+    'deflate',
+    ['gzip', 'br;q=0'],
+  ];
   for (let round = 0; round < 2; round++) {
     for (const header of headers) assert.equal(choose(header), chooseEncoding(header, available), String(header));
   }

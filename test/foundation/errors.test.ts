@@ -4,14 +4,14 @@
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer, type AddressInfo, type Socket } from 'node:net';
+import { type AddressInfo, createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import Sqlite from 'better-sqlite3';
 import pg from 'pg';
 import { signedInTokens } from '../helpers/oauth.ts';
-import { startServer, type Reply, type TestServer } from '../helpers/server.ts';
+import { type Reply, startServer, type TestServer } from '../helpers/server.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const MIB = 1024 * 1024;
@@ -22,7 +22,8 @@ function assertError(reply: Reply, status: number, code: string): void {
   assert.match(reply.headers.get('content-type') ?? '', /^application\/json/);
   assert.match(reply.headers.get('x-request-id') ?? '', UUID);
   assert.ok(reply.body && typeof reply.body === 'object' && !Array.isArray(reply.body), reply.text);
-  for (const key of Object.keys(reply.body)) assert.ok(['code', 'message', 'details'].includes(key), `unexpected key ${key} in ${reply.text}`);
+  for (const key of Object.keys(reply.body))
+    assert.ok(['code', 'message', 'details'].includes(key), `unexpected key ${key} in ${reply.text}`);
   assert.equal(reply.body.code, code);
   assert.equal(typeof reply.body.message, 'string');
   assert.notEqual(reply.body.message.trim(), '');
@@ -58,7 +59,11 @@ before(async () => {
       app.get('/test/busy/postgres', async () => {
         // Opening the one connection may take longer than 50 ms on a loaded machine; only the wait
         // for it to come free is to run out here.
-        const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 1, connectionTimeoutMillis: 10_000 });
+        const pool = new pg.Pool({
+          connectionString: process.env.DATABASE_URL,
+          max: 1,
+          connectionTimeoutMillis: 10_000,
+        });
         const held = await pool.connect();
         pool.options.connectionTimeoutMillis = 50;
         try {
@@ -142,13 +147,19 @@ describe('a known path with a method it does not support', () => {
 
 describe('request bodies the server cannot read', () => {
   test('malformed JSON is 400 saying so', async () => {
-    const reply = await server.request('POST', '/v4/projects', { headers: { ...bearer, 'content-type': 'application/json' }, body: '{"title":' });
+    const reply = await server.request('POST', '/v4/projects', {
+      headers: { ...bearer, 'content-type': 'application/json' },
+      body: '{"title":',
+    });
     assertError(reply, 400, 'badRequest');
     assert.match(reply.body.message, /JSON/);
   });
 
   test('an empty body declared as JSON is 400', async () => {
-    const reply = await server.request('POST', '/v4/projects', { headers: { ...bearer, 'content-type': 'application/json' }, body: '' });
+    const reply = await server.request('POST', '/v4/projects', {
+      headers: { ...bearer, 'content-type': 'application/json' },
+      body: '',
+    });
     assertError(reply, 400, 'badRequest');
     assert.match(reply.body.message, /empty/i);
   });
@@ -164,7 +175,12 @@ describe('request bodies the server cannot read', () => {
     assert.ok(!list.body.results.some((project: { title: string }) => project.title === 'polluted'));
   });
 
-  for (const contentType of ['text/plain', 'application/xml', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x']) {
+  for (const contentType of [
+    'text/plain',
+    'application/xml',
+    'application/x-www-form-urlencoded',
+    'multipart/form-data; boundary=x',
+  ]) {
     test(`a JSON POST sent as ${contentType.split(';')[0]} is 415 unsupportedMediaType and creates nothing`, async () => {
       const reply = await server.request('POST', '/v4/projects', {
         headers: { ...bearer, 'content-type': contentType },
@@ -188,10 +204,16 @@ describe('request bodies the server cannot read', () => {
 
   test('a body over 1 MiB is 413 payloadTooLarge, on v4 and on v1', async () => {
     const big = JSON.stringify({ title: 'x'.repeat(MIB) });
-    const v4 = await server.request('POST', '/v4/projects', { headers: { ...bearer, 'content-type': 'application/json' }, body: big });
+    const v4 = await server.request('POST', '/v4/projects', {
+      headers: { ...bearer, 'content-type': 'application/json' },
+      body: big,
+    });
     assertError(v4, 413, 'payloadTooLarge');
     assert.match(v4.body.message, /1 MiB/);
-    const v1 = await server.request('POST', '/v1/user.php', { headers: { 'content-type': 'application/json' }, body: big });
+    const v1 = await server.request('POST', '/v1/user.php', {
+      headers: { 'content-type': 'application/json' },
+      body: big,
+    });
     assertError(v1, 413, 'payloadTooLarge');
   });
 
@@ -199,7 +221,10 @@ describe('request bodies the server cannot read', () => {
     const prefix = '{"user_id":"not-a-uuid","public_key":"';
     const body = prefix + 'a'.repeat(MIB - prefix.length - 2) + '"}';
     assert.equal(Buffer.byteLength(body), MIB);
-    const reply = await server.request('POST', '/v1/user.php', { headers: { 'content-type': 'application/json' }, body });
+    const reply = await server.request('POST', '/v1/user.php', {
+      headers: { 'content-type': 'application/json' },
+      body,
+    });
     assertError(reply, 400, 'badRequest');
     assert.match(reply.body.message, /user_id/);
   });
@@ -219,7 +244,12 @@ describe('an unexpected exception', () => {
       const failure = lines.find((line) => line.reqId === requestId && line.err?.stack);
       assert.ok(failure, server.logs.slice(before).join('\n'));
       assert.equal(failure.level, 50);
-      assert.match(failure.err.stack, method === 'GET' ? /Error: database password is hunter2\n\s+at / : /TypeError: exploded while handling a body\n\s+at /);
+      assert.match(
+        failure.err.stack,
+        method === 'GET'
+          ? /Error: database password is hunter2\n\s+at /
+          : /TypeError: exploded while handling a body\n\s+at /,
+      );
       assert.ok(lines.some((line) => line.reqId === requestId && line.status === 500 && line.path === '/test/boom'));
     });
   }
@@ -234,13 +264,18 @@ describe('an unexpected exception', () => {
 describe('a database with no room for the request in time', () => {
   const postgres = process.env.DATABASE_URL?.startsWith('postgres');
   for (const driver of ['sqlite', 'postgres', 'postgres-connect']) {
-    test(`${driver}: 503 serviceUnavailable with Retry-After, logged as a warning, not a 500`, { skip: driver === 'postgres' && !postgres && 'PostgreSQL only' }, async () => {
+    test(`${driver}: 503 serviceUnavailable with Retry-After, logged as a warning, not a 500`, {
+      skip: driver === 'postgres' && !postgres && 'PostgreSQL only',
+    }, async () => {
       const before = server.logs.length;
       const reply = await server.request('GET', `/test/busy/${driver}`);
       assertError(reply, 503, 'serviceUnavailable');
       assert.equal(reply.headers.get('retry-after'), '1');
       const lines = server.logs.slice(before).map((line) => JSON.parse(line));
-      assert.ok(lines.some((line) => line.level === 40 && line.err), server.logs.slice(before).join('\n'));
+      assert.ok(
+        lines.some((line) => line.level === 40 && line.err),
+        server.logs.slice(before).join('\n'),
+      );
       assert.ok(!lines.some((line) => line.level >= 50), 'no error-level line');
     });
   }
@@ -251,10 +286,22 @@ describe('client errors are not logged as server errors', () => {
     const before = server.logs.length;
     await server.request('GET', '/nothing-here');
     await server.request('DELETE', '/healthz');
-    await server.request('POST', '/v4/projects', { headers: { ...bearer, 'content-type': 'application/json' }, body: '{' });
-    await server.request('POST', '/v1/user.php', { headers: { 'content-type': 'application/json' }, body: 'x'.repeat(MIB + 1) });
+    await server.request('POST', '/v4/projects', {
+      headers: { ...bearer, 'content-type': 'application/json' },
+      body: '{',
+    });
+    await server.request('POST', '/v1/user.php', {
+      headers: { 'content-type': 'application/json' },
+      body: 'x'.repeat(MIB + 1),
+    });
     const lines = server.logs.slice(before).map((line) => JSON.parse(line));
-    assert.deepEqual(lines.map((line) => line.status), [404, 405, 400, 413]);
-    assert.ok(lines.every((line) => line.level < 50), server.logs.slice(before).join('\n'));
+    assert.deepEqual(
+      lines.map((line) => line.status),
+      [404, 405, 400, 413],
+    );
+    assert.ok(
+      lines.every((line) => line.level < 50),
+      server.logs.slice(before).join('\n'),
+    );
   });
 });

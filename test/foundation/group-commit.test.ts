@@ -14,13 +14,16 @@ import { migrateToLatest } from '../../src/db/migrate.ts';
 
 const onSqlite = !process.env.DATABASE_URL?.startsWith('postgres');
 
-test('transactions of one turn commit together; each is durable when its commit resolves, and a rollback undoes only its own', { skip: !onSqlite && 'SQLite only' }, async () => {
+test('transactions of one turn commit together; each is durable when its commit resolves, and a rollback undoes only its own', {
+  skip: !onSqlite && 'SQLite only',
+}, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'svc-group-commit-'));
   const database = openDatabase({ kind: 'sqlite', path: join(dir, 'test.db') });
   try {
     const { db } = database;
     await migrateToLatest(db);
-    const names = async () => (await db.selectFrom('content_versions').select('name').orderBy('name').execute()).map((row) => row.name);
+    const names = async () =>
+      (await db.selectFrom('content_versions').select('name').orderBy('name').execute()).map((row) => row.name);
     const write = (name: string, fail = false) =>
       db.transaction().execute(async (trx) => {
         await trx.insertInto('content_versions').values({ name, version: 1 }).execute();
@@ -34,12 +37,23 @@ test('transactions of one turn commit together; each is durable when its commit 
       write('a').then(async (name) => (seen.push(await names()), name)),
       write('b', true),
       write('c').then(async (name) => (seen.push(await names()), name)),
-      db.insertInto('content_versions').values({ name: 'lone', version: 2 }).execute().then(async () => seen.push(await names())),
+      db
+        .insertInto('content_versions')
+        .values({ name: 'lone', version: 2 })
+        .execute()
+        .then(async () => seen.push(await names())),
     ]);
-    assert.deepEqual(results.map((result) => result.status), ['fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
+    assert.deepEqual(
+      results.map((result) => result.status),
+      ['fulfilled', 'rejected', 'fulfilled', 'fulfilled'],
+    );
     // Whoever's commit resolved reads every write of the group from the read connection.
-    for (const view of seen) for (const name of ['a', 'c', 'lone']) assert.ok(view.includes(name), `${name} in ${view}`);
-    assert.deepEqual((await names()).filter((name) => ['a', 'b', 'c', 'lone'].includes(name)), ['a', 'c', 'lone']);
+    for (const view of seen)
+      for (const name of ['a', 'c', 'lone']) assert.ok(view.includes(name), `${name} in ${view}`);
+    assert.deepEqual(
+      (await names()).filter((name) => ['a', 'b', 'c', 'lone'].includes(name)),
+      ['a', 'c', 'lone'],
+    );
     // A later transaction opens a new group.
     await write('d');
     assert.ok((await names()).includes('d'));

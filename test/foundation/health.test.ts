@@ -38,7 +38,11 @@ describe('a healthy server', () => {
     await server.request('GET', '/v1/user.php/00000000-0000-4000-8000-000000000000');
     const lines = server.logs.slice(before).map((line) => JSON.parse(line));
     assert.equal(lines.filter((line) => line.path === '/healthz').length, 0);
-    assert.equal(lines.filter((line) => line.path?.startsWith('/v1/user.php/')).length, 1, 'other requests are still logged');
+    assert.equal(
+      lines.filter((line) => line.path?.startsWith('/v1/user.php/')).length,
+      1,
+      'other requests are still logged',
+    );
   });
 });
 
@@ -57,7 +61,11 @@ describe('a server whose database does not answer', () => {
     const reply = await server.request('GET', '/healthz');
     assert.equal(reply.status, 503);
     assert.match(reply.headers.get('content-type') ?? '', /^application\/json/);
-    assert.deepEqual(reply.body, { status: 'unavailable', code: 'serviceUnavailable', message: 'The database does not answer' });
+    assert.deepEqual(reply.body, {
+      status: 'unavailable',
+      code: 'serviceUnavailable',
+      message: 'The database does not answer',
+    });
   });
 
   test('the failure is logged as a warning naming the cause, without leaking it to the client', async () => {
@@ -78,6 +86,10 @@ describe('a server whose database does not answer', () => {
   test('an API request that needs the database is 500 in the error shape with the request id', async () => {
     const reply = await server.request('GET', '/v1/user.php/00000000-0000-4000-8000-000000000000');
     assert.equal(reply.status, 500);
-    assert.deepEqual(reply.body, { code: 'internalError', message: 'Internal server error', details: { requestId: reply.headers.get('x-request-id') } });
+    assert.deepEqual(reply.body, {
+      code: 'internalError',
+      message: 'Internal server error',
+      details: { requestId: reply.headers.get('x-request-id') },
+    });
   });
 });

@@ -4,15 +4,25 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { newUser, signedHeaders } from '../helpers/keys.ts';
-import { authorize, FormClient, newAccount, newApp, pkcePair, REDIRECT_URI, signedInTokens, tokenRequest } from '../helpers/oauth.ts';
-import { startServer, type TestServer } from '../helpers/server.ts';
 import pino from 'pino';
 import { SECRET_KEYS, writeRequestLine } from '../../src/http/request-log.ts';
+import { newUser, signedHeaders } from '../helpers/keys.ts';
+import {
+  authorize,
+  FormClient,
+  newAccount,
+  newApp,
+  pkcePair,
+  REDIRECT_URI,
+  signedInTokens,
+  tokenRequest,
+} from '../helpers/oauth.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-const parsed = (server: TestServer, from = 0) => server.logs.slice(from).map((line) => JSON.parse(line) as Record<string, any>);
+const parsed = (server: TestServer, from = 0) =>
+  server.logs.slice(from).map((line) => JSON.parse(line) as Record<string, any>);
 
 describe('one log line per request', () => {
   let server: TestServer;
@@ -64,7 +74,19 @@ describe('one log line per request', () => {
     const text = server.logs.slice(before).find((line) => line.includes(reply.headers.get('x-request-id')!))!;
     const line = JSON.parse(text) as Record<string, unknown>;
     assert.equal(text.trimEnd(), JSON.stringify(line));
-    assert.deepEqual(Object.keys(line), ['level', 'time', 'pid', 'hostname', 'reqId', 'method', 'path', 'status', 'ms', 'ip', 'msg']);
+    assert.deepEqual(Object.keys(line), [
+      'level',
+      'time',
+      'pid',
+      'hostname',
+      'reqId',
+      'method',
+      'path',
+      'status',
+      'ms',
+      'ip',
+      'msg',
+    ]);
     assert.equal(line.path, path);
     assert.ok((line.time as number) >= sentAt && (line.time as number) <= Date.now());
     assert.equal(line.pid, process.pid);
@@ -72,7 +94,9 @@ describe('one log line per request', () => {
 
   test("writeRequestLine writes pino's own text for the line, and leaves a logger with a mixin to info()", () => {
     const written: string[] = [];
-    const logger = pino({ timestamp: () => ',"time":1' }, { write: (text: string) => void written.push(text) }).child({ reqId: 'r1' });
+    const logger = pino({ timestamp: () => ',"time":1' }, { write: (text: string) => void written.push(text) }).child({
+      reqId: 'r1',
+    });
     assert.equal(writeRequestLine(logger, 'GET', '/a"b\\c', 200, 1.5, '127.0.0.1'), true);
     logger.info({ method: 'GET', path: '/a"b\\c', status: 200, ms: 1.5, ip: '127.0.0.1' }, 'request');
     assert.equal(written.length, 2);
@@ -143,7 +167,10 @@ describe("a request's logger", () => {
     const before = server.logs.length;
     const reply = await server.request('GET', '/healthz');
     assert.equal(reply.status, 200);
-    assert.deepEqual(parsed(server, before).filter((line) => line.reqId === reply.headers.get('x-request-id')), []);
+    assert.deepEqual(
+      parsed(server, before).filter((line) => line.reqId === reply.headers.get('x-request-id')),
+      [],
+    );
   });
 });
 
@@ -164,12 +191,17 @@ describe('secrets never reach the logs', () => {
 
   test('a signed v1 request: neither the Authorization header nor the signature is logged', async () => {
     const user = newUser('rsa-sha1');
-    const created = await server.request('POST', '/v1/user.php', { body: { user_id: user.userId, public_key: user.publicPem } });
+    const created = await server.request('POST', '/v1/user.php', {
+      body: { user_id: user.userId, public_key: user.publicPem },
+    });
     assert.equal(created.status, 200, created.text);
     const path = `/v1/user.php/${user.userId}`;
     const headers = signedHeaders(user, 'DELETE', path);
     remember('Basic credentials', headers.authorization!.slice('Basic '.length));
-    remember('signature', Buffer.from(headers.authorization!.slice('Basic '.length), 'base64').toString().split(':')[1]);
+    remember(
+      'signature',
+      Buffer.from(headers.authorization!.slice('Basic '.length), 'base64').toString().split(':')[1],
+    );
     const reply = await server.request('DELETE', path, { headers });
     assert.equal(reply.status, 200, reply.text);
     // A rejected signature is logged as a 403 and no more.
@@ -182,11 +214,15 @@ describe('secrets never reach the logs', () => {
     remember('password', account.password);
     remember('access token', tokens.access_token);
     remember('refresh token', tokens.refresh_token);
-    const bearer = await server.request('GET', '/v4/user', { headers: { authorization: `Bearer ${tokens.access_token}` } });
+    const bearer = await server.request('GET', '/v4/user', {
+      headers: { authorization: `Bearer ${tokens.access_token}` },
+    });
     assert.equal(bearer.status, 200, bearer.text);
     const service = await server.request('GET', '/v4/user', { headers: { 'x-service-token': tokens.access_token } });
     assert.equal(service.status, 200, service.text);
-    const unknown = await server.request('GET', '/v4/user', { headers: { authorization: 'Bearer not-a-real-token-0123456789' } });
+    const unknown = await server.request('GET', '/v4/user', {
+      headers: { authorization: 'Bearer not-a-real-token-0123456789' },
+    });
     assert.equal(unknown.status, 401);
     remember('unknown bearer token', 'not-a-real-token-0123456789');
   });
@@ -198,7 +234,13 @@ describe('secrets never reach the logs', () => {
     remember('second password', account.password);
     const { challenge, verifier } = pkcePair();
     remember('code verifier', verifier);
-    const back = await authorize(server, { clientId: app.clientId, challenge, username: account.username, password: account.password, scope: 'common' });
+    const back = await authorize(server, {
+      clientId: app.clientId,
+      challenge,
+      username: account.username,
+      password: account.password,
+      scope: 'common',
+    });
     const code = back.searchParams.get('code');
     remember('authorization code', code);
     const exchanged = await tokenRequest(server, {
@@ -220,7 +262,14 @@ describe('secrets never reach the logs', () => {
     remember('old refresh token', exchanged.body.refresh_token);
     remember('new refresh token', refreshed.body.refresh_token);
     // A replayed code and a wrong secret are refused; their values are not logged either.
-    const replay = await tokenRequest(server, { grant_type: 'authorization_code', client_id: app.clientId, client_secret: 'wrong-client-secret-xyz', code: code!, redirect_uri: REDIRECT_URI, code_verifier: verifier });
+    const replay = await tokenRequest(server, {
+      grant_type: 'authorization_code',
+      client_id: app.clientId,
+      client_secret: 'wrong-client-secret-xyz',
+      code: code!,
+      redirect_uri: REDIRECT_URI,
+      code_verifier: verifier,
+    });
     assert.equal(replay.status, 401, replay.text);
     remember('wrong client secret', 'wrong-client-secret-xyz');
   });
@@ -229,11 +278,22 @@ describe('secrets never reach the logs', () => {
     const app = await newApp(server);
     const account = await newAccount(server);
     const { challenge } = pkcePair();
-    const query = new URLSearchParams({ response_type: 'code', client_id: app.clientId, code_challenge: challenge, code_challenge_method: 'S256', redirect_uri: REDIRECT_URI, scope: 'common', state: 's' });
+    const query = new URLSearchParams({
+      response_type: 'code',
+      client_id: app.clientId,
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
+      redirect_uri: REDIRECT_URI,
+      scope: 'common',
+      state: 's',
+    });
     const started = await server.request('GET', `/v4/login?${query}&no_redirect=true`);
     assert.equal(started.status, 200, started.text);
     const browser = new FormClient(server);
-    const reply = await browser.submit(new URL(started.body.login_url).pathname, { username: account.username, password: 'wrong-password-do-not-log' });
+    const reply = await browser.submit(new URL(started.body.login_url).pathname, {
+      username: account.username,
+      password: 'wrong-password-do-not-log',
+    });
     assert.equal(reply.status, 401);
     remember('failed password', 'wrong-password-do-not-log');
   });
@@ -242,13 +302,23 @@ describe('secrets never reach the logs', () => {
     const app = await newApp(server);
     const { challenge, verifier } = pkcePair();
     const started = await server.request('POST', '/v4/device', {
-      body: new URLSearchParams({ client_id: app.clientId, scope: 'common', code_challenge: challenge, code_challenge_method: 'S256' }).toString(),
+      body: new URLSearchParams({
+        client_id: app.clientId,
+        scope: 'common',
+        code_challenge: challenge,
+        code_challenge_method: 'S256',
+      }).toString(),
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
     });
     assert.equal(started.status, 201, started.text);
     remember('device code', started.body.device_code);
     remember('device verifier', verifier);
-    const poll = await tokenRequest(server, { grant_type: 'urn:ietf:params:oauth:grant-type:device_code', client_id: app.clientId, device_code: started.body.device_code, code_verifier: verifier });
+    const poll = await tokenRequest(server, {
+      grant_type: 'urn:ietf:params:oauth:grant-type:device_code',
+      client_id: app.clientId,
+      device_code: started.body.device_code,
+      code_verifier: verifier,
+    });
     assert.equal(poll.status, 400);
     assert.equal(poll.body.error, 'authorization_pending');
   });
@@ -265,7 +335,8 @@ describe('secrets never reach the logs', () => {
     assert.equal(fields!.detail, 'kept');
     assert.deepEqual(headerLine!.headers, { authorization: '[redacted]', cookie: '[redacted]', accept: 'text/html' });
     assert.equal(request!.req.method, 'GET');
-    for (const value of ['stray-password-1', 'stray-secret-2', 'stray-token-3', 'stray-cookie-4']) remember(value, value);
+    for (const value of ['stray-password-1', 'stray-secret-2', 'stray-token-3', 'stray-cookie-4'])
+      remember(value, value);
   });
 
   test('every secret-named field is censored, alone in a log call', () => {

@@ -8,7 +8,14 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { newUser } from '../helpers/keys.ts';
 import { signedInTokens } from '../helpers/oauth.ts';
-import { freshDatabase, redisReady, startServer, type Reply, type TestDatabase, type TestServer } from '../helpers/server.ts';
+import {
+  freshDatabase,
+  type Reply,
+  redisReady,
+  startServer,
+  type TestDatabase,
+  type TestServer,
+} from '../helpers/server.ts';
 
 const REDIS_URL = 'redis://127.0.0.1:6379';
 const missingUser = () => `/v1/user.php/${randomUUID()}`;
@@ -20,11 +27,17 @@ function assertTooMany(reply: Reply, limit: number): void {
   assert.match(reply.body.message, new RegExp(`${limit} requests per minute`));
   assert.match(reply.headers.get('content-type') ?? '', /^application\/json/);
   const retryAfter = Number(reply.headers.get('retry-after'));
-  assert.ok(Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= 60, `Retry-After ${reply.headers.get('retry-after')}`);
+  assert.ok(
+    Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= 60,
+    `Retry-After ${reply.headers.get('retry-after')}`,
+  );
   assert.equal(reply.headers.get('x-ratelimit-limit'), String(limit));
   assert.equal(reply.headers.get('x-ratelimit-remaining'), '0');
   const reset = Number(reply.headers.get('x-ratelimit-reset'));
-  assert.ok(Number.isInteger(reset) && reset >= 0 && reset <= 60, `X-RateLimit-Reset ${reply.headers.get('x-ratelimit-reset')}`);
+  assert.ok(
+    Number.isInteger(reset) && reset >= 0 && reset <= 60,
+    `X-RateLimit-Reset ${reply.headers.get('x-ratelimit-reset')}`,
+  );
 }
 
 /** A server of its own for the tests of one describe, started with `env`. */
@@ -74,7 +87,9 @@ describe('RATE_LIMIT_V1=3 on one instance', () => {
 
   test('a refused request is not carried out', async () => {
     const user = newUser('ed25519');
-    const reply = await server.request('POST', '/v1/user.php', { body: { user_id: user.userId, public_key: user.publicPem } });
+    const reply = await server.request('POST', '/v1/user.php', {
+      body: { user_id: user.userId, public_key: user.publicPem },
+    });
     assertTooMany(reply, LIMIT);
     assert.equal((await observer.request('GET', `/v1/user.php/${user.userId}`)).status, 404);
   });
@@ -100,8 +115,14 @@ describe('RATE_LIMIT_V1=3 on one instance', () => {
     const before = server.logs.length;
     const reply = await server.request('GET', missingUser());
     assert.equal(reply.status, 429);
-    const lines = server.logs.slice(before).map((line) => JSON.parse(line)).filter((line) => line.reqId === reply.headers.get('x-request-id'));
-    assert.deepEqual(lines.map((line) => [line.msg, line.status]), [['request', 429]]);
+    const lines = server.logs
+      .slice(before)
+      .map((line) => JSON.parse(line))
+      .filter((line) => line.reqId === reply.headers.get('x-request-id'));
+    assert.deepEqual(
+      lines.map((line) => [line.msg, line.status]),
+      [['request', 429]],
+    );
   });
 });
 

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { sql, type Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import { dialectOf } from '../../src/db/dialect.ts';
 import { reusableQuery } from '../../src/db/reusable-query.ts';
 import type { Schema } from '../../src/db/schema.ts';
@@ -13,16 +13,30 @@ import { startServer, type TestServer } from '../helpers/server.ts';
 describe('reusableQuery', () => {
   let server: TestServer;
   let db: Kysely<Schema>;
-  const ids = ['00000000-0000-4000-8000-00000000000a', '00000000-0000-4000-8000-00000000000b', '00000000-0000-4000-8000-00000000000c'];
+  const ids = [
+    '00000000-0000-4000-8000-00000000000a',
+    '00000000-0000-4000-8000-00000000000b',
+    '00000000-0000-4000-8000-00000000000c',
+  ];
   before(async () => {
     server = await startServer();
     db = server.app.database.db;
-    await db.insertInto('users').values(ids.map((user_id, index) => ({ user_id, public_key: `key ${index}`, created_at: Date.now() }))).execute();
+    await db
+      .insertInto('users')
+      .values(ids.map((user_id, index) => ({ user_id, public_key: `key ${index}`, created_at: Date.now() })))
+      .execute();
   });
   after(() => server.close());
 
-  const usersAmong = reusableQuery((kysely: Kysely<Schema>, { among, notKey }: { among: readonly string[]; notKey: string }) =>
-    kysely.selectFrom('users').select(['user_id', 'public_key']).where('user_id', 'in', among).where('public_key', '!=', notKey).orderBy('user_id').limit(10),
+  const usersAmong = reusableQuery(
+    (kysely: Kysely<Schema>, { among, notKey }: { among: readonly string[]; notKey: string }) =>
+      kysely
+        .selectFrom('users')
+        .select(['user_id', 'public_key'])
+        .where('user_id', 'in', among)
+        .where('public_key', '!=', notKey)
+        .orderBy('user_id')
+        .limit(10),
   );
 
   test('each call answers its own values, across list lengths and repeated shapes', async () => {
@@ -34,7 +48,13 @@ describe('reusableQuery', () => {
       [[ids[2]!, ids[0]!], 'none'],
       [ids, 'none'],
     ] as const) {
-      const expected = await db.selectFrom('users').select(['user_id', 'public_key']).where('user_id', 'in', among).where('public_key', '!=', notKey).orderBy('user_id').execute();
+      const expected = await db
+        .selectFrom('users')
+        .select(['user_id', 'public_key'])
+        .where('user_id', 'in', among)
+        .where('public_key', '!=', notKey)
+        .orderBy('user_id')
+        .execute();
       assert.deepEqual(await usersAmong(db, { among, notKey }), expected, `${among.length} ids, not ${notKey}`);
     }
   });
@@ -45,7 +65,9 @@ describe('reusableQuery', () => {
       .transaction()
       .execute(async (trx) => {
         await trx.insertInto('users').values({ user_id: extra, public_key: 'key 3', created_at: Date.now() }).execute();
-        assert.deepEqual(await usersAmong(trx, { among: [extra], notKey: 'none' }), [{ user_id: extra, public_key: 'key 3' }]);
+        assert.deepEqual(await usersAmong(trx, { among: [extra], notKey: 'none' }), [
+          { user_id: extra, public_key: 'key 3' },
+        ]);
         throw new Error('roll back');
       })
       .catch(() => {});
@@ -62,11 +84,20 @@ describe('reusableQuery', () => {
       },
       { formKey: (form) => `${form.order}:${form.withKey}`, mayBeUnused: ['key'] },
     );
-    for (const form of [{ order: 'asc', withKey: false }, { order: 'desc', withKey: false }, { order: 'asc', withKey: true }, { order: 'desc', withKey: false }] as const) {
+    for (const form of [
+      { order: 'asc', withKey: false },
+      { order: 'desc', withKey: false },
+      { order: 'asc', withKey: true },
+      { order: 'desc', withKey: false },
+    ] as const) {
       for (const key of ['key 1', 'key 2']) {
         let expected = db.selectFrom('users').select(['user_id', 'public_key']).where('user_id', 'in', ids);
         if (form.withKey) expected = expected.where('public_key', '=', key);
-        assert.deepEqual(await users(db, { among: ids, key }, form), await expected.orderBy('user_id', form.order).execute(), `${form.order} ${form.withKey} ${key}`);
+        assert.deepEqual(
+          await users(db, { among: ids, key }, form),
+          await expected.orderBy('user_id', form.order).execute(),
+          `${form.order} ${form.withKey} ${key}`,
+        );
       }
     }
   });
@@ -80,51 +111,95 @@ describe('reusableQuery', () => {
       objects.map((row) => [row.user_id, row.public_key]),
     );
     // A bigint column arrives as a number on both databases, as in object rows.
-    const created = reusableQuery((kysely: Kysely<Schema>, { id }: { id: string }) => kysely.selectFrom('users').select(['created_at', 'user_id']).where('user_id', '=', id));
+    const created = reusableQuery((kysely: Kysely<Schema>, { id }: { id: string }) =>
+      kysely.selectFrom('users').select(['created_at', 'user_id']).where('user_id', '=', id),
+    );
     const [[createdAt, userId]] = (await created.arrays(server.app.database, { id: ids[0]! })) as [[unknown, unknown]];
     assert.equal(typeof createdAt, 'number');
     assert.equal(userId, ids[0]);
   });
 
   test('a query of bounded list lengths runs as a named statement in a transaction on PostgreSQL, with each call its own values', async () => {
-    const insertUsers = reusableQuery((kysely: Kysely<Schema>, { values }: { values: readonly string[] }) =>
-      kysely.insertInto('users').values(values.map((user_id) => ({ user_id, public_key: 'bounded', created_at: 1 }))), { boundedLists: true });
-    const made = ['00000000-0000-4000-8000-0000000000e1', '00000000-0000-4000-8000-0000000000e2', '00000000-0000-4000-8000-0000000000e3', '00000000-0000-4000-8000-0000000000e4'];
+    const insertUsers = reusableQuery(
+      (kysely: Kysely<Schema>, { values }: { values: readonly string[] }) =>
+        kysely.insertInto('users').values(values.map((user_id) => ({ user_id, public_key: 'bounded', created_at: 1 }))),
+      { boundedLists: true },
+    );
+    const made = [
+      '00000000-0000-4000-8000-0000000000e1',
+      '00000000-0000-4000-8000-0000000000e2',
+      '00000000-0000-4000-8000-0000000000e3',
+      '00000000-0000-4000-8000-0000000000e4',
+    ];
     const texts = await db.transaction().execute(async (trx) => {
       await insertUsers(trx, { values: made.slice(0, 2) });
       await insertUsers(trx, { values: made.slice(2) });
       if (dialectOf(db) !== 'postgres') return undefined;
       // The session's named statements: the transaction holds one connection, which prepared it.
-      return (await sql<{ statement: string }>`select statement from pg_prepared_statements`.execute(trx)).rows.map((row) => row.statement);
+      return (await sql<{ statement: string }>`select statement from pg_prepared_statements`.execute(trx)).rows.map(
+        (row) => row.statement,
+      );
     });
     // Two rows of these three columns: a text no other statement of the suite prepares.
-    if (texts) assert.ok(texts.includes('insert into "users" ("user_id", "public_key", "created_at") values ($1, $2, $3), ($4, $5, $6)'), `named statements: ${texts.join('; ')}`);
-    const stored = await db.selectFrom('users').select(['user_id', 'public_key']).where('user_id', 'in', made).orderBy('user_id').execute();
-    assert.deepEqual(stored, made.map((user_id) => ({ user_id, public_key: 'bounded' })));
+    if (texts)
+      assert.ok(
+        texts.includes('insert into "users" ("user_id", "public_key", "created_at") values ($1, $2, $3), ($4, $5, $6)'),
+        `named statements: ${texts.join('; ')}`,
+      );
+    const stored = await db
+      .selectFrom('users')
+      .select(['user_id', 'public_key'])
+      .where('user_id', 'in', made)
+      .orderBy('user_id')
+      .execute();
+    assert.deepEqual(
+      stored,
+      made.map((user_id) => ({ user_id, public_key: 'bounded' })),
+    );
   });
 
   test('on PostgreSQL a list of one value runs as a named statement, a longer list as an unnamed one', async () => {
-    const usersSince = reusableQuery((kysely: Kysely<Schema>, { among, since }: { among: readonly string[]; since: number }) =>
-      kysely.selectFrom('users').select('user_id').where('user_id', 'in', among).where('created_at', '>=', since).orderBy('user_id'),
+    const usersSince = reusableQuery(
+      (kysely: Kysely<Schema>, { among, since }: { among: readonly string[]; since: number }) =>
+        kysely
+          .selectFrom('users')
+          .select('user_id')
+          .where('user_id', 'in', among)
+          .where('created_at', '>=', since)
+          .orderBy('user_id'),
     );
     const { one, three, texts } = await db.transaction().execute(async (trx) => {
       const one = await usersSince(trx, { among: [ids[1]!], since: 0 });
       const three = await usersSince(trx, { among: ids, since: 0 });
       if (dialectOf(db) !== 'postgres') return { one, three, texts: undefined };
       // The session's named statements: the transaction holds one connection.
-      const texts = (await sql<{ statement: string }>`select statement from pg_prepared_statements`.execute(trx)).rows.map((row) => row.statement);
+      const texts = (
+        await sql<{ statement: string }>`select statement from pg_prepared_statements`.execute(trx)
+      ).rows.map((row) => row.statement);
       return { one, three, texts };
     });
     assert.deepEqual(one, [{ user_id: ids[1] }]);
-    assert.deepEqual(three, ids.map((user_id) => ({ user_id })));
+    assert.deepEqual(
+      three,
+      ids.map((user_id) => ({ user_id })),
+    );
     if (texts) {
-      const named = texts.filter((text) => text.startsWith('select "user_id" from "users" where "user_id" in (') && text.includes('"created_at" >='));
-      assert.deepEqual(named, ['select "user_id" from "users" where "user_id" in ($1) and "created_at" >= $2 order by "user_id"'], `named statements: ${texts.join('; ')}`);
+      const named = texts.filter(
+        (text) =>
+          text.startsWith('select "user_id" from "users" where "user_id" in (') && text.includes('"created_at" >='),
+      );
+      assert.deepEqual(
+        named,
+        ['select "user_id" from "users" where "user_id" in ($1) and "created_at" >= $2 order by "user_id"'],
+        `named statements: ${texts.join('; ')}`,
+      );
     }
   });
 
   test('a parameter used for anything but its value is refused when the query is first built', async () => {
-    const transformed = reusableQuery((kysely: Kysely<Schema>, { id }: { id: string }) => kysely.selectFrom('users').select('user_id').where('user_id', '=', `${id}-suffix`));
+    const transformed = reusableQuery((kysely: Kysely<Schema>, { id }: { id: string }) =>
+      kysely.selectFrom('users').select('user_id').where('user_id', '=', `${id}-suffix`),
+    );
     await assert.rejects(transformed(db, { id: ids[0]! }), /a parameter was transformed or dropped/);
   });
 });

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { sql, type Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import { dialectOf } from '../../src/db/dialect.ts';
 import * as m015 from '../../src/db/migrations/015_rotation_indexes.ts';
 import type { Schema } from '../../src/db/schema.ts';
@@ -16,7 +16,9 @@ import { freshDatabase, startServer } from '../helpers/server.ts';
 async function hasIndex(db: Kysely<Schema>, name: string): Promise<boolean> {
   const query =
     dialectOf(db) === 'postgres'
-      ? sql<{ name: string }>`select indexname as name from pg_indexes where schemaname = current_schema() and indexname = ${name}`
+      ? sql<{
+          name: string;
+        }>`select indexname as name from pg_indexes where schemaname = current_schema() and indexname = ${name}`
       : sql<{ name: string }>`select name from sqlite_master where type = 'index' and name = ${name}`;
   return (await query.execute(db)).rows.length > 0;
 }
@@ -37,10 +39,18 @@ test('sessions and rotated tokens stored before migration 015 keep working after
       await sql`delete from kysely_migration where name = ${'015_rotation_indexes'}`.execute(db);
       assert.equal(await hasIndex(db, 'rotated_refresh_tokens_session'), true);
       first = await tokensThroughPages(old, app, account, 'common users:read');
-      const refreshed = await tokenRequest(old, { grant_type: 'refresh_token', client_id: app.clientId, refresh_token: first.refresh_token });
+      const refreshed = await tokenRequest(old, {
+        grant_type: 'refresh_token',
+        client_id: app.clientId,
+        refresh_token: first.refresh_token,
+      });
       assert.equal(refreshed.status, 200, refreshed.text);
       current = refreshed.body;
-      await createSession(db, { userId: account.userId, clientId: app.clientId, scope: 'common' }, Date.now() - REFRESH_TOKEN_TTL_MS - 1000);
+      await createSession(
+        db,
+        { userId: account.userId, clientId: app.clientId, scope: 'common' },
+        Date.now() - REFRESH_TOKEN_TTL_MS - 1000,
+      );
     } finally {
       await old.close();
     }
@@ -51,25 +61,47 @@ test('sessions and rotated tokens stored before migration 015 keep working after
       assert.equal(await hasIndex(db, 'sessions_refresh_expires_at'), false);
       assert.equal(await hasIndex(db, 'rotated_refresh_tokens_session'), false);
       assert.equal(await hasIndex(db, 'rotated_refresh_tokens_expires_at'), true);
-      assert.equal((await db.selectFrom('rotated_refresh_tokens').select('session_id').execute()).length, 1, 'the rotated token carried over');
+      assert.equal(
+        (await db.selectFrom('rotated_refresh_tokens').select('session_id').execute()).length,
+        1,
+        'the rotated token carried over',
+      );
 
-      const me = await server.request('GET', '/v4/user', { headers: { authorization: `Bearer ${current.access_token}` } });
+      const me = await server.request('GET', '/v4/user', {
+        headers: { authorization: `Bearer ${current.access_token}` },
+      });
       assert.equal(me.status, 200, me.text);
       // The token rotated away before the migration is still recognised: its reuse ends the session.
-      const reuse = await tokenRequest(server, { grant_type: 'refresh_token', client_id: app.clientId, refresh_token: first.refresh_token });
+      const reuse = await tokenRequest(server, {
+        grant_type: 'refresh_token',
+        client_id: app.clientId,
+        refresh_token: first.refresh_token,
+      });
       assertOAuthError(reuse, 'invalid_grant');
       assert.match(reuse.body.error_description, /already used/);
-      const ended = await tokenRequest(server, { grant_type: 'refresh_token', client_id: app.clientId, refresh_token: current.refresh_token });
+      const ended = await tokenRequest(server, {
+        grant_type: 'refresh_token',
+        client_id: app.clientId,
+        refresh_token: current.refresh_token,
+      });
       assertOAuthError(ended, 'invalid_grant');
       // Its record outlives the session (no cascade any more) but no longer counts: the token is unknown.
       assert.equal((await db.selectFrom('rotated_refresh_tokens').select('session_id').execute()).length, 1);
-      const again = await tokenRequest(server, { grant_type: 'refresh_token', client_id: app.clientId, refresh_token: first.refresh_token });
+      const again = await tokenRequest(server, {
+        grant_type: 'refresh_token',
+        client_id: app.clientId,
+        refresh_token: first.refresh_token,
+      });
       assertOAuthError(again, 'invalid_grant');
       assert.match(again.body.error_description, /Unknown or revoked/);
 
       const purged = await server.app.purger.runOnce();
       assert.equal(purged.sessions, 1, 'the expired session');
-      assert.equal((await server.app.purger.runOnce(Date.now() + REFRESH_TOKEN_TTL_MS + 1000)).rotated_refresh_tokens, 1, 'the rotated token, once expired');
+      assert.equal(
+        (await server.app.purger.runOnce(Date.now() + REFRESH_TOKEN_TTL_MS + 1000)).rotated_refresh_tokens,
+        1,
+        'the rotated token, once expired',
+      );
     } finally {
       await server.close();
     }

@@ -6,8 +6,16 @@ import assert from 'node:assert/strict';
 import { constants, generateKeyPairSync, randomUUID, sign } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { after, before, describe, test } from 'node:test';
-import { basicAuth, newUser, rsaKeyPair, signatureHex, signedHeaders, textToSign, type TestUser } from '../helpers/keys.ts';
-import { startServer, TEST_HOST, type Reply, type TestServer } from '../helpers/server.ts';
+import {
+  basicAuth,
+  newUser,
+  rsaKeyPair,
+  signatureHex,
+  signedHeaders,
+  type TestUser,
+  textToSign,
+} from '../helpers/keys.ts';
+import { type Reply, startServer, TEST_HOST, type TestServer } from '../helpers/server.ts';
 import { publishMod } from '../helpers/v1.ts';
 import { FakeWorkshop } from '../helpers/workshop.ts';
 
@@ -67,7 +75,10 @@ describe('accepted signatures', () => {
 
       const modId = publishMod(workshop, { name: `Signed by ${algorithm}` });
       const body = JSON.stringify({ mod_id: modId });
-      const posted = await server.request('POST', '/v1/mod.php', { headers: signedHeaders(user, 'POST', '/v1/mod.php', body), body });
+      const posted = await server.request('POST', '/v1/mod.php', {
+        headers: signedHeaders(user, 'POST', '/v1/mod.php', body),
+        body,
+      });
       assert.equal(posted.status, 200, posted.text);
       assert.equal(posted.body.mod_id, modId);
 
@@ -83,7 +94,10 @@ describe('accepted signatures', () => {
     const user = await registered('ed25519');
     const modId = publishMod(workshop);
     const body = `{ "mod_id" : "${modId}", "name": "Müll ✓ 🦖" }\n`;
-    const reply = await server.request('POST', '/v1/mod.php', { headers: signedHeaders(user, 'POST', '/v1/mod.php', body), body });
+    const reply = await server.request('POST', '/v1/mod.php', {
+      headers: signedHeaders(user, 'POST', '/v1/mod.php', body),
+      body,
+    });
     assert.equal(reply.status, 200, reply.text);
   });
 
@@ -117,10 +131,13 @@ describe('accepted signatures', () => {
     const raw = (authorization: string) =>
       new Promise<number>((resolve, reject) => {
         const { hostname, port } = new URL(server.url);
-        const req = httpRequest({ hostname, port, path: '/v1/mod.php', method: 'GET', headers: { host: 'evil.example:8443', authorization } }, (res) => {
-          res.resume();
-          res.on('end', () => resolve(res.statusCode!));
-        });
+        const req = httpRequest(
+          { hostname, port, path: '/v1/mod.php', method: 'GET', headers: { host: 'evil.example:8443', authorization } },
+          (res) => {
+            res.resume();
+            res.on('end', () => resolve(res.statusCode!));
+          },
+        );
         req.on('error', reject);
         req.end();
       });
@@ -150,7 +167,10 @@ describe('accepted signatures', () => {
   test('a GET has no body line: a signature over a trailing line feed is rejected', async () => {
     const user = await registered('ed25519');
     const expected = `GET\nhttps://${TEST_HOST}/v1/mod.php`;
-    assertRejected(await withAuthorization('GET', '/v1/mod.php', basicAuth(user.userId, signatureHex(user, `${expected}\n`))), expected);
+    assertRejected(
+      await withAuthorization('GET', '/v1/mod.php', basicAuth(user.userId, signatureHex(user, `${expected}\n`))),
+      expected,
+    );
   });
 });
 
@@ -159,10 +179,20 @@ describe('accepted key formats', () => {
   const ed = generateKeyPairSync('ed25519');
   for (const [name, algorithm, keyPair, publicKey] of [
     ['RSA as SPKI PEM', 'rsa-sha1', rsa, rsa.publicKey.export({ type: 'spki', format: 'pem' }).toString()],
-    ['RSA as PKCS#1 PEM (BEGIN RSA PUBLIC KEY)', 'rsa-sha1', rsa, rsa.publicKey.export({ type: 'pkcs1', format: 'pem' }).toString()],
+    [
+      'RSA as PKCS#1 PEM (BEGIN RSA PUBLIC KEY)',
+      'rsa-sha1',
+      rsa,
+      rsa.publicKey.export({ type: 'pkcs1', format: 'pem' }).toString(),
+    ],
     ['RSA as hex SPKI DER', 'rsa-sha256', rsa, rsa.publicKey.export({ type: 'spki', format: 'der' }).toString('hex')],
     ['RSA as hex PKCS#1 DER', 'rsa-sha1', rsa, rsa.publicKey.export({ type: 'pkcs1', format: 'der' }).toString('hex')],
-    ['RSA as uppercase hex DER', 'rsa-sha256', rsa, rsa.publicKey.export({ type: 'pkcs1', format: 'der' }).toString('hex').toUpperCase()],
+    [
+      'RSA as uppercase hex DER',
+      'rsa-sha256',
+      rsa,
+      rsa.publicKey.export({ type: 'pkcs1', format: 'der' }).toString('hex').toUpperCase(),
+    ],
     ['Ed25519 as SPKI PEM', 'ed25519', ed, ed.publicKey.export({ type: 'spki', format: 'pem' }).toString()],
     ['Ed25519 as hex SPKI DER', 'ed25519', ed, ed.publicKey.export({ type: 'spki', format: 'der' }).toString('hex')],
   ] as const) {
@@ -180,7 +210,9 @@ describe('accepted key formats', () => {
   }
 
   test('an RSA key under 1024 bits is refused at registration', async () => {
-    const weak = generateKeyPairSync('rsa', { modulusLength: 512 }).publicKey.export({ type: 'spki', format: 'pem' }).toString();
+    const weak = generateKeyPairSync('rsa', { modulusLength: 512 })
+      .publicKey.export({ type: 'spki', format: 'pem' })
+      .toString();
     const userId = randomUUID();
     const reply = await server.request('POST', '/v1/user.php', { body: { user_id: userId, public_key: weak } });
     assert.equal(reply.status, 400, reply.text);
@@ -189,7 +221,9 @@ describe('accepted key formats', () => {
   });
 
   test('a key of another type (EC P-256) is refused at registration', async () => {
-    const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' }).publicKey.export({ type: 'spki', format: 'pem' }).toString();
+    const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' })
+      .publicKey.export({ type: 'spki', format: 'pem' })
+      .toString();
     const reply = await server.request('POST', '/v1/user.php', { body: { user_id: randomUUID(), public_key: ec } });
     assert.equal(reply.status, 400, reply.text);
     assert.match(reply.body.message, /RSA or Ed25519/);
@@ -207,7 +241,10 @@ describe('rejected signatures: 403 with the text to sign in details', () => {
   });
 
   const rejectedGet = async (signedText: string, signer: TestUser = alice, userId = alice.userId) =>
-    assertRejected(await withAuthorization('GET', path, basicAuth(userId, signatureHex(signer, signedText))), expectedGet);
+    assertRejected(
+      await withAuthorization('GET', path, basicAuth(userId, signatureHex(signer, signedText))),
+      expectedGet,
+    );
 
   test('signed for another path', () => rejectedGet(`GET\nhttps://${TEST_HOST}/v1/engram.php?page=1`));
   test('signed for another query', () => rejectedGet(`GET\nhttps://${TEST_HOST}/v1/mod.php?page=2`));
@@ -236,7 +273,10 @@ describe('rejected signatures: 403 with the text to sign in details', () => {
 
   test('an RSA-PSS signature of the right text', async () => {
     // Alice's own key (pool key 0), the wrong padding.
-    const signature = sign('sha256', Buffer.from(expectedGet), { key: rsaKeyPair(0).privateKey, padding: constants.RSA_PKCS1_PSS_PADDING }).toString('hex');
+    const signature = sign('sha256', Buffer.from(expectedGet), {
+      key: rsaKeyPair(0).privateKey,
+      padding: constants.RSA_PKCS1_PSS_PADDING,
+    }).toString('hex');
     assertRejected(await withAuthorization('GET', path, basicAuth(alice.userId, signature)), expectedGet);
   });
 
@@ -256,8 +296,14 @@ describe('rejected signatures: 403 with the text to sign in details', () => {
     ['a signature that is not hex', () => basicAuth(alice.userId, valid().replace(/^../, 'zz'))],
     ['a signature of odd hex length', () => basicAuth(alice.userId, valid().slice(1))],
     ['a truncated signature', () => basicAuth(alice.userId, valid().slice(0, -2))],
-    ['a signature with one byte changed', () => basicAuth(alice.userId, (valid().startsWith('00') ? '01' : '00') + valid().slice(2))],
-    ['base64 of the signature instead of hex', () => basicAuth(alice.userId, Buffer.from(valid(), 'hex').toString('base64'))],
+    [
+      'a signature with one byte changed',
+      () => basicAuth(alice.userId, (valid().startsWith('00') ? '01' : '00') + valid().slice(2)),
+    ],
+    [
+      'base64 of the signature instead of hex',
+      () => basicAuth(alice.userId, Buffer.from(valid(), 'hex').toString('base64')),
+    ],
   ] as const) {
     test(name, async () => assertRejected(await withAuthorization('GET', path, header()), expectedGet));
   }
@@ -272,7 +318,11 @@ describe('no Authorization header', () => {
     ['DELETE', `/v1/user.php/${randomUUID()}`, undefined],
   ] as const) {
     test(`${method} ${path.replace(/[0-9a-f-]{36}/, '<id>')} is 401 with WWW-Authenticate: Basic realm=…`, async () => {
-      const reply = await server.request(method, path, body === undefined ? {} : { body, headers: { 'content-type': 'application/json' } });
+      const reply = await server.request(
+        method,
+        path,
+        body === undefined ? {} : { body, headers: { 'content-type': 'application/json' } },
+      );
       assert.equal(reply.status, 401, reply.text);
       assert.match(reply.headers.get('www-authenticate') ?? '', /^Basic realm="[^"]+"/);
       assert.equal(reply.body.code, 'unauthorized');

@@ -13,7 +13,9 @@ import { openDatabase } from '../../src/db/connection.ts';
 
 const onSqlite = !process.env.DATABASE_URL?.startsWith('postgres');
 
-test('a write transaction of ~10 MiB of pages writes nothing to the log before its commit', { skip: !onSqlite && 'SQLite only' }, async () => {
+test('a write transaction of ~10 MiB of pages writes nothing to the log before its commit', {
+  skip: !onSqlite && 'SQLite only',
+}, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'svc-page-cache-'));
   const path = join(dir, 'test.db');
   const database = openDatabase({ kind: 'sqlite', path });
@@ -26,7 +28,8 @@ test('a write transaction of ~10 MiB of pages writes nothing to the log before i
     let during = -1;
     await db.transaction().execute(async (trx) => {
       // 2,500 rows of 4 KiB: ~2,500 pages, past the 1,024 the cache keeps and below the 4,096 it may hold.
-      for (let i = 0; i < 2500; i++) await sql`insert into filler (data) values (${Buffer.alloc(4000, i % 251)})`.execute(trx);
+      for (let i = 0; i < 2500; i++)
+        await sql`insert into filler (data) values (${Buffer.alloc(4000, i % 251)})`.execute(trx);
       during = walBytes();
     });
     assert.equal(during, before, 'no page was spilled to the log before the commit');

@@ -13,7 +13,9 @@ import { migrateToLatest } from '../../src/db/migrate.ts';
 
 const onSqlite = !process.env.DATABASE_URL?.startsWith('postgres');
 
-test('reads do not wait for an open write transaction, and lone writes do not join it', { skip: !onSqlite && 'SQLite only' }, async () => {
+test('reads do not wait for an open write transaction, and lone writes do not join it', {
+  skip: !onSqlite && 'SQLite only',
+}, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'svc-read-conn-'));
   const database = openDatabase({ kind: 'sqlite', path: join(dir, 'test.db') });
   try {
@@ -30,9 +32,16 @@ test('reads do not wait for an open write transaction, and lone writes do not jo
     });
     await new Promise((resolve) => setTimeout(resolve, 20));
     // Answered while the transaction is open, without its uncommitted row.
-    assert.deepEqual(await Promise.race([version(), new Promise((resolve) => setTimeout(() => resolve('waited'), 1000))]), before);
+    assert.deepEqual(
+      await Promise.race([version(), new Promise((resolve) => setTimeout(() => resolve('waited'), 1000))]),
+      before,
+    );
     let loneWriteDone = false;
-    const loneWrite = db.insertInto('content_versions').values({ name: 'lone', version: 2 }).execute().then(() => (loneWriteDone = true));
+    const loneWrite = db
+      .insertInto('content_versions')
+      .values({ name: 'lone', version: 2 })
+      .execute()
+      .then(() => (loneWriteDone = true));
     await new Promise((resolve) => setTimeout(resolve, 20));
     assert.equal(loneWriteDone, false, 'a lone write waits for the open transaction');
     release();

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import BetterSqlite3 from 'better-sqlite3';
-import { openDatabase, type Database } from '../../src/db/connection.ts';
+import { type Database, openDatabase } from '../../src/db/connection.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
 
 const onSqlite = !process.env.DATABASE_URL?.startsWith('postgres');
@@ -33,8 +33,12 @@ describe('reads share a read transaction per turn', { skip: !onSqlite && 'SQLite
   });
 
   const versionOf = async (name: string) =>
-    (await database.db.selectFrom('content_versions').select('version').where('name', '=', name).executeTakeFirst())?.version;
-  const rawVersionOf = async (name: string) => (await database.selectRows('select version from content_versions where name = ?', [name]))[0] as { version: number } | undefined;
+    (await database.db.selectFrom('content_versions').select('version').where('name', '=', name).executeTakeFirst())
+      ?.version;
+  const rawVersionOf = async (name: string) =>
+    (await database.selectRows('select version from content_versions where name = ?', [name]))[0] as
+      | { version: number }
+      | undefined;
 
   test("another connection's commit shows from the next turn, not within the turn that read before it", async () => {
     await database.db.insertInto('content_versions').values({ name: 'outside', version: 1 }).execute();
@@ -79,7 +83,9 @@ describe('reads share a read transaction per turn', { skip: !onSqlite && 'SQLite
   test('a read after a batch written by the database thread sees it', async () => {
     assert.ok(database.writeBatch, 'a file database has its thread');
     await versionOf('batch');
-    const written = await database.writeBatch([{ sql: "insert into content_versions (name, version) values ('batch', 7)", parameters: [] }]);
+    const written = await database.writeBatch([
+      { sql: "insert into content_versions (name, version) values ('batch', 7)", parameters: [] },
+    ]);
     assert.equal(written, true);
     assert.equal(await versionOf('batch'), 7);
   });
@@ -89,7 +95,11 @@ describe('reads share a read transaction per turn', { skip: !onSqlite && 'SQLite
     await nextTurn();
     const other = new BetterSqlite3(path);
     try {
-      const [result] = other.pragma('wal_checkpoint(TRUNCATE)') as Array<{ busy: number; log: number; checkpointed: number }>;
+      const [result] = other.pragma('wal_checkpoint(TRUNCATE)') as Array<{
+        busy: number;
+        log: number;
+        checkpointed: number;
+      }>;
       assert.equal(result!.busy, 0, 'no reader left in the log');
     } finally {
       other.close();

@@ -3,22 +3,33 @@
  * /healthz once listening, and graceful shutdown on SIGTERM and SIGINT.
  */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import { connect, type AddressInfo } from 'node:net';
+import { type AddressInfo, connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { newUser, signedHeaders } from '../helpers/keys.ts';
 import { ConfigError, loadConfig } from '../../src/config.ts';
+import { newUser, signedHeaders } from '../helpers/keys.ts';
 import { freshDatabase, send, TEST_HOST, type TestDatabase } from '../helpers/server.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const SERVER = join(ROOT, 'src/server.ts');
 /** tsx's loader, resolved from the repository (the server may run in another working directory). */
 const TSX_LOADER = import.meta.resolve('tsx');
-const CONFIG_KEYS = ['PORT', 'HOST', 'BASE_URL', 'DATABASE_URL', 'REDIS_URL', 'WORKSHOP_URL', 'RATE_LIMIT_V1', 'RATE_LIMIT_V4', 'TRUST_PROXY', 'LOG_LEVEL'];
+const CONFIG_KEYS = [
+  'PORT',
+  'HOST',
+  'BASE_URL',
+  'DATABASE_URL',
+  'REDIS_URL',
+  'WORKSHOP_URL',
+  'RATE_LIMIT_V1',
+  'RATE_LIMIT_V4',
+  'TRUST_PROXY',
+  'LOG_LEVEL',
+];
 
 interface Running {
   child: ChildProcess;
@@ -38,7 +49,11 @@ function run(env: Record<string, string>, cwd = ROOT): Running {
   // One process, node with tsx's loader (as production runs node): tsx's own CLI runs the server as a
   // child and relays signals, and on a busy machine a SIGTERM could kill it before it learnt that the
   // server handles SIGTERM itself (exit 143 instead of a clean 0).
-  const child = spawn(process.execPath, ['--import', TSX_LOADER, SERVER], { cwd, env: { ...base, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', TSX_LOADER, SERVER], {
+    cwd,
+    env: { ...base, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   started.add(child);
   let output = '';
   child.stdout!.on('data', (chunk) => (output += chunk));
@@ -63,7 +78,10 @@ async function listening(running: Running, timeoutMs = PROCESS_TIMEOUT_MS): Prom
 }
 
 function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  return Promise.race([promise, new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`${what} took over ${ms} ms`)), ms).unref())]);
+  return Promise.race([
+    promise,
+    new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`${what} took over ${ms} ms`)), ms).unref()),
+  ]);
 }
 
 /** Whether a new TCP connection to the server's address is refused. */
@@ -97,10 +115,17 @@ describe('the server process', { concurrency: true }, () => {
         const running = run({ DATABASE_URL: `sqlite:${join(scratch, 'config.db')}`, PORT: '0', [variable]: value });
         const { code } = await withTimeout(running.exited, PROCESS_TIMEOUT_MS, 'exit');
         assert.equal(code, 1, running.output());
-        const lines = running.output().split('\n').filter((line) => line.trim() !== '');
+        const lines = running
+          .output()
+          .split('\n')
+          .filter((line) => line.trim() !== '');
         assert.equal(lines.length, 1, running.output());
         assert.match(lines[0]!, new RegExp(`\\b${variable}\\b`));
-        assert.equal(existsSync(join(scratch, 'config.db')), false, 'nothing is opened before the configuration is valid');
+        assert.equal(
+          existsSync(join(scratch, 'config.db')),
+          false,
+          'nothing is opened before the configuration is valid',
+        );
       });
     }
 
@@ -117,12 +142,15 @@ describe('the server process', { concurrency: true }, () => {
       ['DATABASE_URL', 'sqlite:'],
     ] as const) {
       test(`${variable}=${JSON.stringify(value)} is a configuration error naming ${variable}`, () => {
-        assert.throws(() => loadConfig({ [variable]: value }), (error: Error) => {
-          assert.ok(error instanceof ConfigError);
-          assert.match(error.message, new RegExp(`^${variable}\\b`));
-          assert.doesNotMatch(error.message, /\n/);
-          return true;
-        });
+        assert.throws(
+          () => loadConfig({ [variable]: value }),
+          (error: Error) => {
+            assert.ok(error instanceof ConfigError);
+            assert.match(error.message, new RegExp(`^${variable}\\b`));
+            assert.doesNotMatch(error.message, /\n/);
+            return true;
+          },
+        );
       });
     }
   });
@@ -178,16 +206,27 @@ describe('the server process', { concurrency: true }, () => {
     });
 
     test('the request finishes with its normal answer, new connections are refused, then the process exits 0', async () => {
-      const running = run({ DATABASE_URL: database.url, PORT: '0', BASE_URL: `https://${TEST_HOST}`, WORKSHOP_URL: workshopUrl, RATE_LIMIT_V1: '0' });
+      const running = run({
+        DATABASE_URL: database.url,
+        PORT: '0',
+        BASE_URL: `https://${TEST_HOST}`,
+        WORKSHOP_URL: workshopUrl,
+        RATE_LIMIT_V1: '0',
+      });
       const url = await listening(running);
       const user = newUser('ed25519');
-      const created = await send(url, 'POST', '/v1/user.php', { body: { user_id: user.userId, public_key: user.publicPem } });
+      const created = await send(url, 'POST', '/v1/user.php', {
+        body: { user_id: user.userId, public_key: user.publicPem },
+      });
       assert.equal(created.status, 200, created.text);
 
       const lookedUp = new Promise<void>((done) => (onLookup = done));
       const body = JSON.stringify({ mod_id: '5550001' });
       const startedAt = Date.now();
-      const inFlight = send(url, 'POST', '/v1/mod.php', { headers: signedHeaders(user, 'POST', '/v1/mod.php', body), body });
+      const inFlight = send(url, 'POST', '/v1/mod.php', {
+        headers: signedHeaders(user, 'POST', '/v1/mod.php', body),
+        body,
+      });
       await withTimeout(lookedUp, 10_000, 'the workshop lookup');
       running.child.kill('SIGTERM');
 
@@ -226,7 +265,9 @@ describe('the server process', { concurrency: true }, () => {
       try {
         const url = await listening(first);
         assert.equal(existsSync(join(cwd, 'data', 'service.db')), true);
-        const created = await send(url, 'POST', '/v1/user.php', { body: { user_id: user.userId, public_key: user.publicPem } });
+        const created = await send(url, 'POST', '/v1/user.php', {
+          body: { user_id: user.userId, public_key: user.publicPem },
+        });
         assert.equal(created.status, 200, created.text);
       } finally {
         first.child.kill('SIGTERM');

@@ -19,7 +19,13 @@ function runTests(args: string[]): Promise<{ code: number; stdout: string; stder
       process.execPath,
       ['scripts/test.mjs', ...args],
       { cwd: ROOT, env: { ...process.env, TEST_WORKERS: '1', TEST_WORKER_EXIT_MS: '1000' }, timeout: 60_000 },
-      (error, stdout, stderr) => resolve({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout, stderr, seconds: (Date.now() - started) / 1000 }),
+      (error, stdout, stderr) =>
+        resolve({
+          code: error ? (typeof error.code === 'number' ? error.code : -1) : 0,
+          stdout,
+          stderr,
+          seconds: (Date.now() - started) / 1000,
+        }),
     );
   });
 }
@@ -29,7 +35,8 @@ test('files share a worker in the order given, each with its own hooks; a file t
   assert.equal(run.code, 0, run.stdout + run.stderr);
   assert.match(run.stdout, /^all workers: tests 3, pass 3, fail 0, cancelled 0, skipped 0, todo 0;/m);
   // Each file is a top-level suite of the report, named by its path.
-  for (const name of ['first', 'second', 'own-process']) assert.match(run.stdout, new RegExp(`^✔ ${fixture(name).replaceAll('.', '\\.')} \\(`, 'm'));
+  for (const name of ['first', 'second', 'own-process'])
+    assert.match(run.stdout, new RegExp(`^✔ ${fixture(name).replaceAll('.', '\\.')} \\(`, 'm'));
 });
 
 test('a failing test fails the run, and the counts add up', async () => {
@@ -54,6 +61,9 @@ test('a file that leaves a timer running fails the run, naming the files of that
   // Both files ran; the worker's own totals never came, since it never reached its end.
   assert.match(run.stdout, /^✔ test\/fixtures\/runner\/leaky\.ts \(/m);
   assert.match(run.stdout, /^✔ test\/fixtures\/runner\/first\.ts \(/m);
-  assert.match(run.stderr, /did not exit after its last file: .*test\/fixtures\/runner\/leaky\.ts, test\/fixtures\/runner\/first\.ts/);
+  assert.match(
+    run.stderr,
+    /did not exit after its last file: .*test\/fixtures\/runner\/leaky\.ts, test\/fixtures\/runner\/first\.ts/,
+  );
   assert.ok(run.seconds < 30, `took ${run.seconds} s`);
 });

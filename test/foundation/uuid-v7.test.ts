@@ -65,6 +65,6 @@ test('within one millisecond, more ids than the counter holds still sort in orde
   assert.ok(millisOf(ids.at(-1)!) > at && millisOf(ids.at(-1)!) <= at + 3);
 });
 
-test("the clock of the generator the service uses was not moved ahead by the tests above", () => {
+test('the clock of the generator the service uses was not moved ahead by the tests above', () => {
   assert.ok(millisOf(uuidv7()) <= Date.now() + 1);
 });

@@ -13,7 +13,10 @@ const route = (schema: unknown, httpPart = 'params') => ({ schema, httpPart, met
 describe('validatorCompiler', () => {
   test('only objects of plain string properties convert to themselves', () => {
     assert.equal(convertsToItself(Type.Object({ ids: Type.String({ description: 'ids' }) })), true);
-    assert.equal(convertsToItself(Type.Object({ a: Type.Optional(Type.String()), b: Type.String({ pattern: '^x' }) })), true);
+    assert.equal(
+      convertsToItself(Type.Object({ a: Type.Optional(Type.String()), b: Type.String({ pattern: '^x' }) })),
+      true,
+    );
     assert.equal(convertsToItself(Type.Object({ n: Type.Integer() })), false);
     assert.equal(convertsToItself(Type.Object({ u: Type.Union([Type.Number(), Type.String()]) })), false);
     assert.equal(convertsToItself(Type.Object({ s: Type.String() }, { additionalProperties: Type.Number() })), false);
@@ -26,7 +29,17 @@ describe('validatorCompiler', () => {
       Type.Object({ a: Type.Optional(Type.String()) }, { additionalProperties: false }),
       Type.Object({ n: Type.Integer(), u: Type.Union([Type.Number(), Type.String()]) }),
     ];
-    const values = [{ ids: 'abc' }, { ids: '' }, {}, { a: 'x' }, { a: 'x', b: 'y' }, { a: ['x', 'y'] }, { n: '12', u: '3' }, { n: 'x', u: 'y' }, { ids: 5 }];
+    const values = [
+      { ids: 'abc' },
+      { ids: '' },
+      {},
+      { a: 'x' },
+      { a: 'x', b: 'y' },
+      { a: ['x', 'y'] },
+      { n: '12', u: '3' },
+      { n: 'x', u: 'y' },
+      { ids: 5 },
+    ];
     for (const schema of schemas) {
       for (const part of ['params', 'querystring', 'headers', 'body']) {
         const ours = validatorCompiler(route(schema, part));
@@ -35,7 +48,10 @@ describe('validatorCompiler', () => {
           const a = ours(structuredClone(value)) as { value?: unknown; error?: unknown };
           const b = theirs(structuredClone(value)) as { value?: unknown; error?: unknown };
           assert.deepEqual(a.value, b.value, `${part} ${JSON.stringify(schema)} ${JSON.stringify(value)}`);
-          assert.deepEqual(a.error === undefined ? undefined : [...(a.error as Iterable<unknown>)], b.error === undefined ? undefined : [...(b.error as Iterable<unknown>)]);
+          assert.deepEqual(
+            a.error === undefined ? undefined : [...(a.error as Iterable<unknown>)],
+            b.error === undefined ? undefined : [...(b.error as Iterable<unknown>)],
+          );
         }
       }
     }

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import BetterSqlite3 from 'better-sqlite3';
-import { openDatabase, type Database } from '../../src/db/connection.ts';
+import { type Database, openDatabase } from '../../src/db/connection.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
 
 const onSqlite = !process.env.DATABASE_URL?.startsWith('postgres');
@@ -21,7 +21,9 @@ const until = async (what: string, check: () => boolean, ms = 5000) => {
   }
 };
 
-test('commits leave checkpoints to the worker, which copies the log back while nothing waits', { skip: !onSqlite && 'SQLite only' }, async () => {
+test('commits leave checkpoints to the worker, which copies the log back while nothing waits', {
+  skip: !onSqlite && 'SQLite only',
+}, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'svc-wal-'));
   const path = join(dir, 'test.db');
   // The worker starts at the first write here (a server's, at its 256th).
@@ -35,7 +37,11 @@ test('commits leave checkpoints to the worker, which copies the log back while n
     // copies them into the database file, and it does so while no commit happens.
     for (let batch = 0; batch < 6; batch++) {
       await db.transaction().execute(async (trx) => {
-        for (let i = 0; i < 50; i++) await trx.insertInto('content_versions').values({ name: `${batch}-${i}-${'x'.repeat(3000)}`, version: i }).execute();
+        for (let i = 0; i < 50; i++)
+          await trx
+            .insertInto('content_versions')
+            .values({ name: `${batch}-${i}-${'x'.repeat(3000)}`, version: i })
+            .execute();
       });
     }
     await until('the database file receives the log', () => fileSize() > sizeBefore + 800_000);
@@ -47,7 +53,10 @@ test('commits leave checkpoints to the worker, which copies the log back while n
   // Closed: the log is folded in and removed, and the file alone holds every row.
   assert.equal(existsSync(`${path}-wal`), false);
   const check = new BetterSqlite3(path, { readonly: true });
-  assert.equal((check.prepare("select count(*) as n from content_versions where name like '%-%-x%'").get() as { n: number }).n, 300);
+  assert.equal(
+    (check.prepare("select count(*) as n from content_versions where name like '%-%-x%'").get() as { n: number }).n,
+    300,
+  );
   check.close();
   rmSync(dir, { recursive: true, force: true });
 });
@@ -57,14 +66,20 @@ test('commits leave checkpoints to the worker, which copies the log back while n
  * checkpoint it only at 4,000), and answers the log file's largest length seen by `note()` (the
  * file never shrinks below its largest length, so that is what is measured).
  */
-async function largestLog(write: (database: Database, note: () => void, path: string) => Promise<void>): Promise<number> {
+async function largestLog(
+  write: (database: Database, note: () => void, path: string) => Promise<void>,
+): Promise<number> {
   const dir = mkdtempSync(join(tmpdir(), 'svc-wal-'));
   const path = join(dir, 'test.db');
   const database = openDatabase({ kind: 'sqlite', path }, { walBacklogFrames: 1000, checkpointWorkerAfterWrites: 1 });
   let largest = 0;
   try {
     await migrateToLatest(database.db);
-    await write(database, () => (largest = Math.max(largest, existsSync(`${path}-wal`) ? statSync(`${path}-wal`).size : 0)), path);
+    await write(
+      database,
+      () => (largest = Math.max(largest, existsSync(`${path}-wal`) ? statSync(`${path}-wal`).size : 0)),
+      path,
+    );
     return largest;
   } finally {
     await database.close();
@@ -79,7 +94,11 @@ test('writes that never pause still keep the log bounded', { skip: !onSqlite && 
     const filler = 'y'.repeat(100_000);
     for (let batch = 0; batch < 120; batch++) {
       await db.transaction().execute(async (trx) => {
-        for (let i = 0; i < 10; i++) await trx.insertInto('content_versions').values({ name: `${batch}-${i}-${filler}`, version: i }).execute();
+        for (let i = 0; i < 10; i++)
+          await trx
+            .insertInto('content_versions')
+            .values({ name: `${batch}-${i}-${filler}`, version: i })
+            .execute();
       });
       if (batch % 20 === 0) await new Promise((resolve) => setImmediate(resolve));
       note();
@@ -88,7 +107,9 @@ test('writes that never pause still keep the log bounded', { skip: !onSqlite && 
   assert.ok(largest < 64 * 1024 * 1024, `the log reached ${largest} bytes`);
 });
 
-test('bulk writes beside steady reads restart the log at its restart length, not at the commits’ backstop', { skip: !onSqlite && 'SQLite only' }, async () => {
+test('bulk writes beside steady reads restart the log at its restart length, not at the commits’ backstop', {
+  skip: !onSqlite && 'SQLite only',
+}, async () => {
   // Without a restart under the write lock, the log never started again here while reads went on (22 MB).
   const largest = await largestLog(async (database, note, path) => {
     let stop = false;
@@ -108,7 +129,12 @@ test('bulk writes beside steady reads restart the log at its restart length, not
     const until = Date.now() + 3000;
     for (let batch = 0; Date.now() < until; batch++) {
       const names = Array.from({ length: 3 }, (_, i) => `${batch}-${i}-${filler}`);
-      await database.writeBatch!([{ sql: `insert into content_versions (name, version) values ${names.map(() => '(?, 1)').join(', ')}`, parameters: names }]);
+      await database.writeBatch!([
+        {
+          sql: `insert into content_versions (name, version) values ${names.map(() => '(?, 1)').join(', ')}`,
+          parameters: names,
+        },
+      ]);
       note();
       await new Promise((resolve) => setTimeout(resolve, 1));
     }
@@ -120,7 +146,9 @@ test('bulk writes beside steady reads restart the log at its restart length, not
   assert.ok(largest < 10 * 1024 * 1024, `the log reached ${largest} bytes`);
 });
 
-test('a database with few writes keeps the checkpoint in its commits and starts no worker', { skip: !onSqlite && 'SQLite only' }, async () => {
+test('a database with few writes keeps the checkpoint in its commits and starts no worker', {
+  skip: !onSqlite && 'SQLite only',
+}, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'svc-wal-'));
   const path = join(dir, 'test.db');
   const database = openDatabase({ kind: 'sqlite', path }, { checkpointWorkerAfterWrites: 1_000_000 });
@@ -130,7 +158,11 @@ test('a database with few writes keeps the checkpoint in its commits and starts 
     const sizeBefore = statSync(path).size;
     for (let batch = 0; batch < 6; batch++) {
       await db.transaction().execute(async (trx) => {
-        for (let i = 0; i < 50; i++) await trx.insertInto('content_versions').values({ name: `${batch}-${i}-${'x'.repeat(3000)}`, version: i }).execute();
+        for (let i = 0; i < 50; i++)
+          await trx
+            .insertInto('content_versions')
+            .values({ name: `${batch}-${i}-${'x'.repeat(3000)}`, version: i })
+            .execute();
       });
     }
     // The same ~300 pages the worker copies within moments in the test above stay in the log here.

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { request as httpRequest, Agent } from 'node:http';
+import { Agent, request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
 import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
 import type { FastifyInstance } from 'fastify';
@@ -102,9 +102,16 @@ export async function seededServer(): Promise<Seeded> {
   const app = await newApp(server, { scopes });
   const confidential = await newApp(server, { confidential: true });
   const { accessToken } = await createSession(db, { userId: account.userId, clientId: app.clientId, scope: 'common' });
-  const { accessToken: fullToken } = await createSession(db, { userId: account.userId, clientId: app.clientId, scope: scopes.join(' ') });
+  const { accessToken: fullToken } = await createSession(db, {
+    userId: account.userId,
+    clientId: app.clientId,
+    scope: scopes.join(' '),
+  });
 
-  const project = await server.request('POST', '/v4/projects', { headers: { authorization: `Bearer ${fullToken}` }, body: { title: 'Fuzz', description: 'seed', gameId: 'ark' } });
+  const project = await server.request('POST', '/v4/projects', {
+    headers: { authorization: `Bearer ${fullToken}` },
+    body: { title: 'Fuzz', description: 'seed', gameId: 'ark' },
+  });
   const v1User = await registerUser(server);
   const mod = await confirmedMod(server, workshop, v1User);
   const engram = await signed(server, v1User, 'POST', '/v1/engram.php', {
@@ -116,14 +123,25 @@ export async function seededServer(): Promise<Seeded> {
   });
   assert.equal(engram.status, 200, engram.text);
   const documentId = crypto.randomUUID();
-  const document = await signed(server, v1User, 'POST', '/v1/document.php', { Identifier: documentId, Title: 'Fuzz', Description: 'seed', LootSources: [] });
+  const document = await signed(server, v1User, 'POST', '/v1/document.php', {
+    Identifier: documentId,
+    Title: 'Fuzz',
+    Description: 'seed',
+    LootSources: [],
+  });
   assert.equal(document.status, 200, document.text);
 
-  const interactionPath = await startLogin(server, { client_id: app.clientId, code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM' });
+  const interactionPath = await startLogin(server, {
+    client_id: app.clientId,
+    code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+  });
   const browser = new FormClient(server);
   const page = await browser.fetch(interactionPath);
   const csrf = /name="_csrf" value="([^"]+)"/.exec(page.text)?.[1] ?? '';
-  const cookie = page.headers.getSetCookie().map((line) => line.split(';')[0]).join('; ');
+  const cookie = page.headers
+    .getSetCookie()
+    .map((line) => line.split(';')[0])
+    .join('; ');
   const engrams = await server.request('GET', `/v1/engram.php?mod_id=${mod.mod_id}`);
   const developer = await signedInDeveloper(server);
   return {
@@ -153,11 +171,18 @@ async function signedInDeveloper(server: TestServer) {
   const secret = newTotpSecret();
   const account = await newAccount(server, { totpSecret: secret });
   const browser = new FormClient(server);
-  assert.equal((await browser.submit('/account/sign-in', { username: account.username, password: account.password })).status, 303);
+  assert.equal(
+    (await browser.submit('/account/sign-in', { username: account.username, password: account.password })).status,
+    303,
+  );
   const verified = await browser.submit('/account/sign-in', { code: totpCode(secret) });
   assert.equal(verified.status, 303, verified.text);
   const page = await browser.fetch('/account/apps');
-  const created = await browser.submitOn(page.text, { name: 'Fuzz App', redirect_uri: 'http://127.0.0.1:9/callback', scope: 'users:read', confidential: 'yes' }, /^\/account\/apps$/);
+  const created = await browser.submitOn(
+    page.text,
+    { name: 'Fuzz App', redirect_uri: 'http://127.0.0.1:9/callback', scope: 'users:read', confidential: 'yes' },
+    /^\/account\/apps$/,
+  );
   assert.equal(created.status, 200, created.text);
   const developerClientId = /id="client-id">([^<]+)</.exec(created.text)![1]!;
   const list = await browser.fetch('/account/apps');
@@ -189,23 +214,42 @@ function decoded(coding: string | undefined, body: Buffer): Buffer {
 }
 
 /** One request through node:http, so the path and headers go out exactly as written. */
-export function send(baseUrl: string, method: string, path: string, headers: Record<string, string>, body?: Buffer, label = ''): Promise<RawAnswer & { previous?: string }> {
+export function send(
+  baseUrl: string,
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  body?: Buffer,
+  label = '',
+): Promise<RawAnswer & { previous?: string }> {
   const url = new URL(baseUrl);
   // Node's client frames a GET, DELETE or OPTIONS body only when told its length.
   if (body !== undefined) headers = { ...headers, 'content-length': String(body.length) };
   return new Promise((resolve, reject) => {
-    const req = httpRequest({ host: url.hostname, port: url.port, method, path, headers, agent, timeout: REQUEST_TIMEOUT_MS }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => {
-        try {
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: decoded(res.headers['content-encoding'], Buffer.concat(chunks)), previous });
-        } catch (error) {
-          reject(new Error(`a body that does not decode as its Content-Encoding (${res.headers['content-encoding']}) says: ${(error as Error).message}`));
-        }
-      });
-      res.on('error', reject);
-    });
+    const req = httpRequest(
+      { host: url.hostname, port: url.port, method, path, headers, agent, timeout: REQUEST_TIMEOUT_MS },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => {
+          try {
+            resolve({
+              status: res.statusCode ?? 0,
+              headers: res.headers,
+              body: decoded(res.headers['content-encoding'], Buffer.concat(chunks)),
+              previous,
+            });
+          } catch (error) {
+            reject(
+              new Error(
+                `a body that does not decode as its Content-Encoding (${res.headers['content-encoding']}) says: ${(error as Error).message}`,
+              ),
+            );
+          }
+        });
+        res.on('error', reject);
+      },
+    );
     let previous: string | undefined;
     req.on('socket', (socket: { lastRequest?: string }) => {
       previous = socket.lastRequest;
@@ -244,7 +288,8 @@ export function sendRaw(baseUrl: string, bytes: Buffer, isHead = false): Promise
       clearTimeout(timer);
       const data = finalAnswer();
       const split = data.indexOf('\r\n\r\n');
-      if (split < 0) return reject(new Error(`no complete answer: ${JSON.stringify(data.toString('latin1').slice(0, 200))}`));
+      if (split < 0)
+        return reject(new Error(`no complete answer: ${JSON.stringify(data.toString('latin1').slice(0, 200))}`));
       const [statusLine, ...lines] = data.subarray(0, split).toString('latin1').split('\r\n');
       const headers: Record<string, string> = {};
       for (const line of lines) {
@@ -265,13 +310,21 @@ export function sendRaw(baseUrl: string, bytes: Buffer, isHead = false): Promise
       if (length && (isHead || data.length - split - 4 >= Number(length[1]))) finish();
     });
     socket.on('end', finish);
-    socket.on('error', (error: NodeJS.ErrnoException) => (error.code === 'ECONNRESET' && chunks.length > 0 ? finish() : reject(error)));
+    socket.on('error', (error: NodeJS.ErrnoException) =>
+      error.code === 'ECONNRESET' && chunks.length > 0 ? finish() : reject(error),
+    );
     socket.write(bytes);
   });
 }
 
 /** OAuth endpoints, answered in RFC 6749's error shape rather than {code,message}. */
-const OAUTH_ENDPOINTS = new Set(['GET /v4/login', 'POST /v4/login', 'POST /v4/device', 'POST /v4/revoke', 'POST /v4/introspect']);
+const OAUTH_ENDPOINTS = new Set([
+  'GET /v4/login',
+  'POST /v4/login',
+  'POST /v4/device',
+  'POST /v4/revoke',
+  'POST /v4/introspect',
+]);
 /** Server-rendered pages: their errors are HTML pages. */
 const PAGE_PREFIXES = ['/login/', '/device', '/account', '/spawn', '/assets/'];
 
@@ -315,14 +368,22 @@ function isApiError(body: unknown): boolean {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return false;
   const keys = Object.keys(body);
   const { code, message } = body as Record<string, unknown>;
-  return typeof code === 'string' && typeof message === 'string' && keys.every((key) => ['code', 'message', 'details'].includes(key));
+  return (
+    typeof code === 'string' &&
+    typeof message === 'string' &&
+    keys.every((key) => ['code', 'message', 'details'].includes(key))
+  );
 }
 
 function isOauthError(body: unknown): boolean {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return false;
   const keys = Object.keys(body);
   const { error, error_description: description } = body as Record<string, unknown>;
-  return typeof error === 'string' && (description === undefined || typeof description === 'string') && keys.every((key) => ['error', 'error_description', 'error_uri'].includes(key));
+  return (
+    typeof error === 'string' &&
+    (description === undefined || typeof description === 'string') &&
+    keys.every((key) => ['error', 'error_description', 'error_uri'].includes(key))
+  );
 }
 
 export { signedHeaders };

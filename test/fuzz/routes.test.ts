@@ -1,6 +1,16 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { fuzzSeed, listRoutes, problemsOf, Random, seededServer, send, signedHeaders, type Route, type Seeded } from './harness.ts';
+import {
+  fuzzSeed,
+  listRoutes,
+  problemsOf,
+  Random,
+  type Route,
+  type Seeded,
+  seededServer,
+  send,
+  signedHeaders,
+} from './harness.ts';
 
 /**
  * Fuzzes every route the app serves with hostile input (repeated parameters, Object.prototype
@@ -26,49 +36,261 @@ after(async () => {
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'PROPFIND'];
 
 const PARAM_NAMES = [
-  'mod_id', 'simple', 'count', 'offset', 'sort', 'direction', 'user_id', 'page', 'pageSize', 'sortedColumn', 'sortDirection', 'title', 'gameId',
-  'client_id', 'response_type', 'redirect_uri', 'scope', 'state', 'code_challenge', 'code_challenge_method', 'no_redirect', 'device_id', 'user_code',
-  'action', 'grant_type', 'code', 'code_verifier', 'refresh_token', 'device_code', 'token', 'token_type_hint', 'client_secret', 'username', 'password',
-  'email', 'new_email', 'two_step_code',
-  'decision', '_csrf', 'trust_device', 'end_session', 'end_trust', 'current_password', 'new_password', 'two_step', 'backup_codes', 'return_to', 'next',
-  'name', 'website', 'confidential', 'new_secret', 'delete_app',
-  'Identifier', 'Title', 'Description', 'LootSources', 'Version', 'path', 'label', 'availability', 'environments', 'can_blueprint', 'public_key',
-  'pull_url', 'description', 'publicKey', 'projectId', 'userId', 'revision', 'createdAt', 'updatedAt', 'sessionId', 'privateKey',
-  '__proto__', 'constructor', 'toString', 'valueOf', 'hasOwnProperty', '', 'a\0b', '€', 'x'.repeat(300),
+  'mod_id',
+  'simple',
+  'count',
+  'offset',
+  'sort',
+  'direction',
+  'user_id',
+  'page',
+  'pageSize',
+  'sortedColumn',
+  'sortDirection',
+  'title',
+  'gameId',
+  'client_id',
+  'response_type',
+  'redirect_uri',
+  'scope',
+  'state',
+  'code_challenge',
+  'code_challenge_method',
+  'no_redirect',
+  'device_id',
+  'user_code',
+  'action',
+  'grant_type',
+  'code',
+  'code_verifier',
+  'refresh_token',
+  'device_code',
+  'token',
+  'token_type_hint',
+  'client_secret',
+  'username',
+  'password',
+  'email',
+  'new_email',
+  'two_step_code',
+  'decision',
+  '_csrf',
+  'trust_device',
+  'end_session',
+  'end_trust',
+  'current_password',
+  'new_password',
+  'two_step',
+  'backup_codes',
+  'return_to',
+  'next',
+  'name',
+  'website',
+  'confidential',
+  'new_secret',
+  'delete_app',
+  'Identifier',
+  'Title',
+  'Description',
+  'LootSources',
+  'Version',
+  'path',
+  'label',
+  'availability',
+  'environments',
+  'can_blueprint',
+  'public_key',
+  'pull_url',
+  'description',
+  'publicKey',
+  'projectId',
+  'userId',
+  'revision',
+  'createdAt',
+  'updatedAt',
+  'sessionId',
+  'privateKey',
+  '__proto__',
+  'constructor',
+  'toString',
+  'valueOf',
+  'hasOwnProperty',
+  '',
+  'a\0b',
+  '€',
+  'x'.repeat(300),
 ];
 
-const UUID_SHAPED = ['00000000-0000-0000-0000-000000000000', 'ZZZZZZZZ-ZZZZ-ZZZZ-ZZZZ-ZZZZZZZZZZZZ', '0000000-0000-0000-0000-0000000000000', '{00000000-0000-0000-0000-000000000000}'];
+const UUID_SHAPED = [
+  '00000000-0000-0000-0000-000000000000',
+  'ZZZZZZZZ-ZZZZ-ZZZZ-ZZZZ-ZZZZZZZZZZZZ',
+  '0000000-0000-0000-0000-0000000000000',
+  '{00000000-0000-0000-0000-000000000000}',
+];
 
 const HOSTILE_STRINGS = [
-  '', ' ', ',', ',,', ' , ', '__proto__', 'constructor', 'toString', 'valueOf', 'hasOwnProperty', 'prototype', '\0', 'a\0b', '\u0000\u0000',
-  '€', '😀', '\ud800', '\udfff', 'é', '\u202e', '\r\nX-Injected: 1', 'a\nb', '\t', '9007199254740991', '9007199254740992', '9007199254740993',
-  '18446744073709551615', '18446744073709551616', '-1', '0', '-0', '1e308', '1e-400', 'NaN', 'Infinity', '1.5', '0x1f', '00012', '+1', 'true',
-  'null', '[]', '{}', 'x'.repeat(300), 'y'.repeat(20_000), "' OR '1'='1", '"; DROP TABLE users; --', '<script>alert(1)</script>',
-  '../../etc/passwd', '%', '%zz', '%00', '%ff', 'common', 'code', 'authorization_code', 'refresh_token', 'device_code',
-  'urn:ietf:params:oauth:grant-type:device_code', 'S256', 'plain', 'http://127.0.0.1:9/callback', 'javascript:alert(1)', 'approve', 'deny',
-  'confirm', 'title', 'updatedAt', 'asc', 'desc', 'last_updated', 'download_count', 'ABCD-EFGH', 'abcdefgh', ...UUID_SHAPED,
+  '',
+  ' ',
+  ',',
+  ',,',
+  ' , ',
+  '__proto__',
+  'constructor',
+  'toString',
+  'valueOf',
+  'hasOwnProperty',
+  'prototype',
+  '\0',
+  'a\0b',
+  '\u0000\u0000',
+  '€',
+  '😀',
+  '\ud800',
+  '\udfff',
+  'é',
+  '\u202e',
+  '\r\nX-Injected: 1',
+  'a\nb',
+  '\t',
+  '9007199254740991',
+  '9007199254740992',
+  '9007199254740993',
+  '18446744073709551615',
+  '18446744073709551616',
+  '-1',
+  '0',
+  '-0',
+  '1e308',
+  '1e-400',
+  'NaN',
+  'Infinity',
+  '1.5',
+  '0x1f',
+  '00012',
+  '+1',
+  'true',
+  'null',
+  '[]',
+  '{}',
+  'x'.repeat(300),
+  'y'.repeat(20_000),
+  "' OR '1'='1",
+  '"; DROP TABLE users; --',
+  '<script>alert(1)</script>',
+  '../../etc/passwd',
+  '%',
+  '%zz',
+  '%00',
+  '%ff',
+  'common',
+  'code',
+  'authorization_code',
+  'refresh_token',
+  'device_code',
+  'urn:ietf:params:oauth:grant-type:device_code',
+  'S256',
+  'plain',
+  'http://127.0.0.1:9/callback',
+  'javascript:alert(1)',
+  'approve',
+  'deny',
+  'confirm',
+  'title',
+  'updatedAt',
+  'asc',
+  'desc',
+  'last_updated',
+  'download_count',
+  'ABCD-EFGH',
+  'abcdefgh',
+  ...UUID_SHAPED,
 ];
 
 /** Pieces put into a URL exactly as written: percent-encoding that is invalid or decodes to something hostile. */
-const RAW_URL_PIECES = ['%', '%z', '%zz', '%00', '%ff', '%FE%FF', '%c3%28', '%E2%82%AC', '%ED%A0%80', '%2e%2e', '%2F', '%u0000', '%%30%30', '%0d%0a', '%20', '+', '&', '=', ';', '..', '%2C%2C', '%5B%5D'];
+const RAW_URL_PIECES = [
+  '%',
+  '%z',
+  '%zz',
+  '%00',
+  '%ff',
+  '%FE%FF',
+  '%c3%28',
+  '%E2%82%AC',
+  '%ED%A0%80',
+  '%2e%2e',
+  '%2F',
+  '%u0000',
+  '%%30%30',
+  '%0d%0a',
+  '%20',
+  '+',
+  '&',
+  '=',
+  ';',
+  '..',
+  '%2C%2C',
+  '%5B%5D',
+];
 
 /** Names of body fields per area, so bodies reach past "unknown property" checks. */
 function fieldNamesFor(path: string): string[] {
   if (path.startsWith('/v1/user')) return ['user_id', 'public_key'];
   if (path.startsWith('/v1/mod')) return ['mod_id', 'pull_url'];
-  if (path.startsWith('/v1/engram')) return ['path', 'label', 'mod_id', 'availability', 'environments', 'can_blueprint'];
-  if (path.startsWith('/v1/document')) return ['Identifier', 'Title', 'Description', 'LootSources', 'Version', 'Map', 'Difficulty'];
+  if (path.startsWith('/v1/engram'))
+    return ['path', 'label', 'mod_id', 'availability', 'environments', 'can_blueprint'];
+  if (path.startsWith('/v1/document'))
+    return ['Identifier', 'Title', 'Description', 'LootSources', 'Version', 'Map', 'Difficulty'];
   if (path.startsWith('/v4/projects')) return ['projectId', 'title', 'description', 'gameId', 'revision', 'userId'];
   if (path.startsWith('/v4/user')) return ['userId', 'username', 'publicKey', 'privateKey'];
   if (path.startsWith('/v4/session')) return ['sessionId', 'scopes'];
-  if (path.startsWith('/v4/login') || path.startsWith('/v4/device') || path.startsWith('/v4/revoke') || path.startsWith('/v4/introspect')) {
-    return ['grant_type', 'client_id', 'client_secret', 'code', 'code_verifier', 'redirect_uri', 'refresh_token', 'device_code', 'scope', 'code_challenge', 'code_challenge_method', 'token', 'token_type_hint', 'response_type', 'state'];
+  if (
+    path.startsWith('/v4/login') ||
+    path.startsWith('/v4/device') ||
+    path.startsWith('/v4/revoke') ||
+    path.startsWith('/v4/introspect')
+  ) {
+    return [
+      'grant_type',
+      'client_id',
+      'client_secret',
+      'code',
+      'code_verifier',
+      'redirect_uri',
+      'refresh_token',
+      'device_code',
+      'scope',
+      'code_challenge',
+      'code_challenge_method',
+      'token',
+      'token_type_hint',
+      'response_type',
+      'state',
+    ];
   }
-  if (path.startsWith('/account/apps')) return ['_csrf', 'name', 'website', 'redirect_uri', 'scope', 'confidential', 'new_secret', 'delete_app'];
+  if (path.startsWith('/account/apps'))
+    return ['_csrf', 'name', 'website', 'redirect_uri', 'scope', 'confidential', 'new_secret', 'delete_app'];
   if (path.startsWith('/login') || path.startsWith('/device') || path.startsWith('/account')) {
-    return ['_csrf', 'username', 'password', 'code', 'trust_device', 'decision', 'user_code', 'end_session', 'end_trust', 'current_password', 'new_password', 'two_step', 'backup_codes',
+    return [
+      '_csrf',
+      'username',
+      'password',
+      'code',
+      'trust_device',
+      'decision',
+      'user_code',
+      'end_session',
+      'end_trust',
+      'current_password',
+      'new_password',
+      'two_step',
+      'backup_codes',
       // Self-service accounts: sign-up, reset, e-mail change and their links.
-      'email', 'new_email', 'two_step_code', 'token', 'return_to'];
+      'email',
+      'new_email',
+      'two_step_code',
+      'token',
+      'return_to',
+    ];
   }
   return PARAM_NAMES.slice(0, 20);
 }
@@ -92,7 +314,12 @@ class RequestMaker {
     const byName: Record<string, unknown[]> = {
       client_id: [s.clientId, s.confidentialClientId],
       client_secret: [s.clientSecret],
-      grant_type: ['authorization_code', 'refresh_token', 'urn:ietf:params:oauth:grant-type:device_code', 'device_code'],
+      grant_type: [
+        'authorization_code',
+        'refresh_token',
+        'urn:ietf:params:oauth:grant-type:device_code',
+        'device_code',
+      ],
       redirect_uri: ['http://127.0.0.1:9/callback', 'http://127.0.0.1:65535/callback'],
       response_type: ['code'],
       code_challenge: ['E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM'],
@@ -163,7 +390,10 @@ class RequestMaker {
   /** A URL-safe rendering of a value: encoded, or hostile percent-encoding as is. */
   private urlPiece(value: string): string {
     if (this.random.chance(0.15)) return this.random.pick(RAW_URL_PIECES);
-    return encodeURIComponent(wellFormed(value)).replace(/%25(?=[0-9a-fA-F]{2})/g, this.random.chance(0.3) ? '%' : '%25');
+    return encodeURIComponent(wellFormed(value)).replace(
+      /%25(?=[0-9a-fA-F]{2})/g,
+      this.random.chance(0.3) ? '%' : '%25',
+    );
   }
 
   private pathValue(name: string): string {
@@ -171,7 +401,15 @@ class RequestMaker {
     const r = this.random;
     const valid: Record<string, string[]> = {
       id: [s.projectId, s.userId, this.uuid(), s.projectId.toUpperCase()],
-      ids: [s.documentId, s.engramUid, s.modId, s.v1User.userId, `${s.documentId},${s.documentId}`, `${s.modId},x`, s.engramUid.toUpperCase()],
+      ids: [
+        s.documentId,
+        s.engramUid,
+        s.modId,
+        s.v1User.userId,
+        `${s.documentId},${s.documentId}`,
+        `${s.modId},x`,
+        s.engramUid.toUpperCase(),
+      ],
       interaction: [s.interactionPath.split('/').pop()!],
       clientId: [s.developerClientId, s.developerClientId.toUpperCase(), s.clientId],
     };
@@ -214,29 +452,86 @@ class RequestMaker {
       case 2: {
         const depth = r.pick([100, 5000, 20_000]);
         const key = r.pick(fieldNamesFor(path));
-        return { type: 'application/json', body: Buffer.from(`{${JSON.stringify(key)}:${'['.repeat(depth)}1${']'.repeat(depth)}}`) };
+        return {
+          type: 'application/json',
+          body: Buffer.from(`{${JSON.stringify(key)}:${'['.repeat(depth)}1${']'.repeat(depth)}}`),
+        };
       }
       case 3:
-        return { type: r.pick(['application/json', 'text/plain']), body: Buffer.alloc(r.pick([1024 * 1024 + 1, 300_000]), 'a') };
+        return {
+          type: r.pick(['application/json', 'text/plain']),
+          body: Buffer.alloc(r.pick([1024 * 1024 + 1, 300_000]), 'a'),
+        };
       case 4:
-        return { type: 'application/json', body: Buffer.from(r.pick(['{', '[', '{"a":}', 'nul', '"\\u0000"', '{"a":"\\ud800"}', '1e99999', '[1,]', '\u0000', '{"a":1}{"b":2}'])) };
+        return {
+          type: 'application/json',
+          body: Buffer.from(
+            r.pick([
+              '{',
+              '[',
+              '{"a":}',
+              'nul',
+              '"\\u0000"',
+              '{"a":"\\ud800"}',
+              '1e99999',
+              '[1,]',
+              '\u0000',
+              '{"a":1}{"b":2}',
+            ]),
+          ),
+        };
       case 5:
-        return { type: r.pick(['application/json', 'application/x-www-form-urlencoded', 'text/plain']), body: Buffer.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xff, 0xfe, 0xc3, 0x28, 0x00, 0x22, 0x7d]) };
+        return {
+          type: r.pick(['application/json', 'application/x-www-form-urlencoded', 'text/plain']),
+          body: Buffer.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xff, 0xfe, 0xc3, 0x28, 0x00, 0x22, 0x7d]),
+        };
       case 6:
         // Many elements, or a few hostile ones (a thousand elements with 70 KB strings would only test the 1 MiB limit).
-        return { type: 'application/json', body: json(r.chance(0.2) ? Array.from({ length: 1200 }, () => ({ [r.pick(fieldNamesFor(path))]: this.plausible(r.pick(fieldNamesFor(path))) })) : Array.from({ length: r.pick([0, 1, 3]) }, () => this.object(path))) };
+        return {
+          type: 'application/json',
+          body: json(
+            r.chance(0.2)
+              ? Array.from({ length: 1200 }, () => ({
+                  [r.pick(fieldNamesFor(path))]: this.plausible(r.pick(fieldNamesFor(path))),
+                }))
+              : Array.from({ length: r.pick([0, 1, 3]) }, () => this.object(path)),
+          ),
+        };
       case 7: {
         const form = new URLSearchParams();
         for (const [name, value] of Object.entries(this.object(path))) {
-          form.append(name, typeof value === 'string' ? value : JSON.stringify(value) ?? '');
+          form.append(name, typeof value === 'string' ? value : (JSON.stringify(value) ?? ''));
           if (r.chance(0.15)) form.append(name, 'again');
         }
         return { type: 'application/x-www-form-urlencoded', body: Buffer.from(form.toString()) };
       }
       case 8:
-        return { type: 'text/plain', body: Buffer.from(Array.from({ length: r.pick([0, 1, 3, 2000]) }, () => this.pathValue('ids')).join(r.pick([',', ', ', '\n']))) };
+        return {
+          type: 'text/plain',
+          body: Buffer.from(
+            Array.from({ length: r.pick([0, 1, 3, 2000]) }, () => this.pathValue('ids')).join(
+              r.pick([',', ', ', '\n']),
+            ),
+          ),
+        };
       case 9:
-        return { type: r.pick(['application/xml', 'multipart/form-data; boundary=x', 'text/html', 'application/json; charset=utf-16', 'application/json; charset=latin1', 'application/octet-stream', '*/*', 'application/json, text/plain', 'application/x-www-form-urlencoded; charset=utf-7', ';;', 'application/JSON', 'text/plain; charset=utf-8']), body: json(this.object(path)) };
+        return {
+          type: r.pick([
+            'application/xml',
+            'multipart/form-data; boundary=x',
+            'text/html',
+            'application/json; charset=utf-16',
+            'application/json; charset=latin1',
+            'application/octet-stream',
+            '*/*',
+            'application/json, text/plain',
+            'application/x-www-form-urlencoded; charset=utf-7',
+            ';;',
+            'application/JSON',
+            'text/plain; charset=utf-8',
+          ]),
+          body: json(this.object(path)),
+        };
       case 10:
         return { body: json(this.object(path)) };
       case 11:
@@ -252,20 +547,41 @@ class RequestMaker {
     const method = r.chance(0.85) ? r.pick(route.methods) : r.pick(METHODS);
     const path = this.path(route) + this.query(route.path);
     const headers: Record<string, string> = {};
-    const { type, body } = method === 'GET' || method === 'HEAD' ? (r.chance(0.1) ? this.body(route.path) : {}) : this.body(route.path);
+    const { type, body } =
+      method === 'GET' || method === 'HEAD' ? (r.chance(0.1) ? this.body(route.path) : {}) : this.body(route.path);
     if (type) headers['content-type'] = type;
-    if (r.chance(0.1)) headers['accept-encoding'] = r.pick(['br', 'gzip', 'deflate', 'identity;q=0', '*', 'gzip;q=abc', 'x'.repeat(500)]);
+    if (r.chance(0.1))
+      headers['accept-encoding'] = r.pick([
+        'br',
+        'gzip',
+        'deflate',
+        'identity;q=0',
+        '*',
+        'gzip;q=abc',
+        'x'.repeat(500),
+      ]);
     if (r.chance(0.05)) headers['if-none-match'] = r.pick(['*', '"x"', 'W/"1"', '"\u00ff"', ',,,']);
-    if (r.chance(0.05)) headers['x-forwarded-for'] = r.pick(['1.2.3.4', 'garbage', '::1, 2001:db8::1', '999.999.999.999']);
+    if (r.chance(0.05))
+      headers['x-forwarded-for'] = r.pick(['1.2.3.4', 'garbage', '::1, 2001:db8::1', '999.999.999.999']);
     if (r.chance(0.03)) headers['content-encoding'] = r.pick(['gzip', 'br', 'identity', 'bogus']);
     if (r.chance(0.03)) headers.origin = 'https://evil.example';
-    if (route.path.startsWith('/login') || route.path.startsWith('/device') || route.path.startsWith('/account') || r.chance(0.05)) {
+    if (
+      route.path.startsWith('/login') ||
+      route.path.startsWith('/device') ||
+      route.path.startsWith('/account') ||
+      r.chance(0.05)
+    ) {
       const browserCookie = route.path.startsWith('/account/apps') ? s.developerCookie : s.cookie;
-      if (r.chance(0.8)) headers.cookie = r.chance(0.9) ? browserCookie : r.pick(['sid=%00', 'sid=__proto__', '_csrf=; sid=', 'a'.repeat(3000)]);
+      if (r.chance(0.8))
+        headers.cookie = r.chance(0.9)
+          ? browserCookie
+          : r.pick(['sid=%00', 'sid=__proto__', '_csrf=; sid=', 'a'.repeat(3000)]);
     }
     const isV1 = route.path.startsWith('/v1/');
     // Never sign the deletion of the seeded v1 user, nor end the full token's session: later requests need them.
-    const protectedWrite = (isV1 && method === 'DELETE' && route.path.startsWith('/v1/user')) || (method === 'DELETE' && route.path.startsWith('/v4/session'));
+    const protectedWrite =
+      (isV1 && method === 'DELETE' && route.path.startsWith('/v1/user')) ||
+      (method === 'DELETE' && route.path.startsWith('/v4/session'));
     const auth = r.int(10);
     if (isV1 && auth < 6 && !protectedWrite && method !== 'HEAD') {
       Object.assign(headers, signedHeaders(s.v1User, method, path, body?.toString('utf8'), type));
@@ -294,12 +610,18 @@ class RequestMaker {
   }
 }
 
-test(`every route answers hostile input with a 4xx in a documented shape (seed ${seed})`, { timeout: 600_000 }, async () => {
+test(`every route answers hostile input with a 4xx in a documented shape (seed ${seed})`, {
+  timeout: 600_000,
+}, async () => {
   console.log(`fuzz seed ${seed} (repeat with FUZZ_SEED=${seed}); ${REQUESTS} requests`);
   const routes = listRoutes(seeded.server.app);
   assert.ok(routes.length > 20, `too few routes found: ${routes.map((route) => route.path).join(' ')}`);
   // Unknown paths are part of the surface too.
-  routes.push({ path: '/no/such/path', methods: ['GET'] }, { path: '/v1/', methods: ['GET'] }, { path: '/v4/:id', methods: ['GET', 'POST'] });
+  routes.push(
+    { path: '/no/such/path', methods: ['GET'] },
+    { path: '/v1/', methods: ['GET'] },
+    { path: '/v4/:id', methods: ['GET', 'POST'] },
+  );
   const random = new Random(seed);
   const maker = new RequestMaker(random, seeded);
   // Requests go round the routes, so every route gets its share.
@@ -318,9 +640,18 @@ test(`every route answers hostile input with a 4xx in a documented shape (seed $
       let problems: string[];
       let example: string;
       try {
-        const answer = await send(seeded.server.url, request.method, request.path, request.headers, request.body, label);
+        const answer = await send(
+          seeded.server.url,
+          request.method,
+          request.path,
+          request.headers,
+          request.body,
+          label,
+        );
         statuses.set(answer.status, (statuses.get(answer.status) ?? 0) + 1);
-        const headBytes = request.path.length + Object.entries(request.headers).reduce((sum, [name, value]) => sum + name.length + value.length + 4, 0);
+        const headBytes =
+          request.path.length +
+          Object.entries(request.headers).reduce((sum, [name, value]) => sum + name.length + value.length + 4, 0);
         problems = problemsOf(request.method, request.path, answer, headBytes);
         example = `${label} -> ${answer.status} ${answer.body.toString('utf8').slice(0, 300)} (after ${answer.previous ?? 'nothing'} on that connection)`;
       } catch (error) {
@@ -339,7 +670,9 @@ test(`every route answers hostile input with a 4xx in a documented shape (seed $
     }
   }
   await Promise.all(Array.from({ length: CONCURRENCY }, worker));
-  console.log(`${next} requests in ${Date.now() - started} ms; statuses ${JSON.stringify(Object.fromEntries([...statuses].sort()))}`);
+  console.log(
+    `${next} requests in ${Date.now() - started} ms; statuses ${JSON.stringify(Object.fromEntries([...statuses].sort()))}`,
+  );
   const report = [...failures].map(([key, { example, count }]) => `${key} (${count}x), e.g. ${example}`);
   assert.deepEqual(report, [], `fuzz seed ${seed}: ${failures.size} kinds of failing answers`);
 });

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
-import { chromium, type Browser, type BrowserContextOptions, type Locator, type Page } from 'playwright-core';
-import { startServer, type StartOptions, type TestServer } from './server.ts';
+import { type Browser, type BrowserContextOptions, chromium, type Locator, type Page } from 'playwright-core';
+import { type StartOptions, startServer, type TestServer } from './server.ts';
 
 export const CHROMIUM_PATH = '/usr/bin/chromium';
 export const SCREENSHOT_DIR = 'test-artifacts/screenshots';
@@ -13,7 +13,15 @@ export const DESKTOP = { width: 1280, height: 800 };
 export function launchBrowser(): Promise<Browser> {
   return chromium.launch({
     executablePath: CHROMIUM_PATH,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+      '--disable-quic',
+    ],
   });
 }
 
@@ -24,7 +32,9 @@ export function launchBrowser(): Promise<Browser> {
  * so a port is reserved first and its connections are handed to the server. With `localhost`,
  * BASE_URL is http://localhost:PORT instead (passkeys need a host name).
  */
-export async function startBrowserServer(options: Omit<StartOptions, 'env'> & { env?: Record<string, string>; localhost?: boolean } = {}): Promise<TestServer> {
+export async function startBrowserServer(
+  options: Omit<StartOptions, 'env'> & { env?: Record<string, string>; localhost?: boolean } = {},
+): Promise<TestServer> {
   let target: Server | undefined;
   const front = createServer((socket) => {
     if (target) target.emit('connection', socket);
@@ -66,7 +76,8 @@ export function watchPage(page: Page): { problems: string[] } {
   const problems: string[] = [];
   page.on('pageerror', (error) => problems.push(`pageerror: ${error.message}`));
   page.on('console', (message) => {
-    if (/content security policy|refused to (load|apply|execute|connect|frame)/i.test(message.text())) problems.push(`csp: ${message.text()}`);
+    if (/content security policy|refused to (load|apply|execute|connect|frame)/i.test(message.text()))
+      problems.push(`csp: ${message.text()}`);
   });
   return { problems };
 }
@@ -76,7 +87,11 @@ export function watchPage(page: Page): { problems: string[] } {
  * and checks the phone layout: no horizontal scrolling, the stylesheet applied, and every form
  * control visible, inside the viewport width and at least 40 px tall.
  */
-export async function checkLayoutAndCapture(page: Page, name: string, options: { hasForm?: boolean } = {}): Promise<void> {
+export async function checkLayoutAndCapture(
+  page: Page,
+  name: string,
+  options: { hasForm?: boolean } = {},
+): Promise<void> {
   mkdirSync(SCREENSHOT_DIR, { recursive: true });
   const original = page.viewportSize();
   await page.setViewportSize(PHONE);
@@ -87,17 +102,28 @@ export async function checkLayoutAndCapture(page: Page, name: string, options: {
       styled: getComputedStyle(document.body).display === 'flex',
       controls: [...document.querySelectorAll<HTMLElement>(selector!)].map((el) => {
         const box = el.getBoundingClientRect();
-        return { what: `${el.tagName.toLowerCase()}#${el.id || (el as HTMLInputElement).name || el.textContent?.trim()}`, left: box.left, right: box.right, height: box.height };
+        return {
+          what: `${el.tagName.toLowerCase()}#${el.id || (el as HTMLInputElement).name || el.textContent?.trim()}`,
+          left: box.left,
+          right: box.right,
+          height: box.height,
+        };
       }),
     }),
     ['input:not([type=hidden]):not([type=checkbox]), button:not(.link)'],
   );
-  assert.ok(phone.scrollWidth <= PHONE.width, `${name}: page scrolls sideways on a phone (scrollWidth ${phone.scrollWidth})`);
+  assert.ok(
+    phone.scrollWidth <= PHONE.width,
+    `${name}: page scrolls sideways on a phone (scrollWidth ${phone.scrollWidth})`,
+  );
   assert.ok(phone.styled, `${name}: the stylesheet was not applied`);
   if (options.hasForm ?? true) assert.ok(phone.controls.length > 0, `${name}: no form controls`);
   for (const control of phone.controls) {
     assert.ok(control.height >= 40, `${name}: ${control.what} is ${control.height}px tall on a phone`);
-    assert.ok(control.left >= 0 && control.right <= PHONE.width, `${name}: ${control.what} sticks out of the phone screen (${control.left}–${control.right})`);
+    assert.ok(
+      control.left >= 0 && control.right <= PHONE.width,
+      `${name}: ${control.what} sticks out of the phone screen (${control.left}–${control.right})`,
+    );
   }
   for (const control of await page.locator('input:not([type=hidden]):not([type=checkbox]), button:not(.link)').all()) {
     assert.ok(await control.isVisible(), `${name}: a form control is not visible on a phone`);
@@ -109,7 +135,11 @@ export async function checkLayoutAndCapture(page: Page, name: string, options: {
 }
 
 /** Runs `body` on a page of a fresh browser context; fails on page errors and CSP reports. */
-export async function withPage(browser: Browser, options: BrowserContextOptions, body: (page: Page) => Promise<void>): Promise<void> {
+export async function withPage(
+  browser: Browser,
+  options: BrowserContextOptions,
+  body: (page: Page) => Promise<void>,
+): Promise<void> {
   const context = await browser.newContext({ viewport: DESKTOP, ...options });
   try {
     const page = await context.newPage();

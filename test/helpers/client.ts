@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import type { Page } from 'playwright-core';
-import { ContentServiceClient, type ClientOptions } from '../../client/src/index.ts';
+import { type ClientOptions, ContentServiceClient } from '../../client/src/index.ts';
 import { FormClient, newAccount, newApp } from './oauth.ts';
 import type { TestServer } from './server.ts';
 
@@ -16,7 +16,12 @@ export function countingFetch() {
   const counted: typeof fetch = async (input, init) => {
     const url = new URL(input instanceof Request ? input.url : String(input));
     const method = init?.method ?? (input instanceof Request ? input.method : 'GET');
-    const grant = init?.body instanceof URLSearchParams ? init.body.get('grant_type') : typeof init?.body === 'string' ? new URLSearchParams(init.body).get('grant_type') : null;
+    const grant =
+      init?.body instanceof URLSearchParams
+        ? init.body.get('grant_type')
+        : typeof init?.body === 'string'
+          ? new URLSearchParams(init.body).get('grant_type')
+          : null;
     sent.push(`${method} ${url.pathname}${grant ? ` ${grant}` : ''}`);
     return fetch(input, init);
   };
@@ -27,7 +32,12 @@ export function countingFetch() {
 export async function newClient(server: TestServer, options: Partial<ClientOptions> & { scopes?: string[] } = {}) {
   const app = await newApp(server, { scopes: options.scopes ?? CLIENT_SCOPES, redirectUris: [LOOPBACK_REDIRECT] });
   const account = await newAccount(server);
-  const client = await ContentServiceClient.discover({ issuer: server.url, clientId: app.clientId, scope: (options.scopes ?? CLIENT_SCOPES).join(' '), ...options });
+  const client = await ContentServiceClient.discover({
+    issuer: server.url,
+    clientId: app.clientId,
+    scope: (options.scopes ?? CLIENT_SCOPES).join(' '),
+    ...options,
+  });
   return { app, account, client };
 }
 
@@ -35,7 +45,12 @@ export async function newClient(server: TestServer, options: Partial<ClientOptio
  * Approves an authorization URL through the service's pages with plain HTTP (sign in, Allow)
  * and delivers the redirect to the client's loopback listener, as a browser would.
  */
-export async function approveWithForms(server: TestServer, authorizationUrl: string, account: Account, decision: 'approve' | 'deny' = 'approve') {
+export async function approveWithForms(
+  server: TestServer,
+  authorizationUrl: string,
+  account: Account,
+  decision: 'approve' | 'deny' = 'approve',
+) {
   const browser = new FormClient(server);
   const start = await browser.fetch(authorizationUrl);
   assert.equal(start.status, 302, start.text);
@@ -63,7 +78,10 @@ export async function signInOnPage(page: Page, account: Account, decision: 'Allo
   await page.getByRole('heading', { name: 'Sign in' }).waitFor();
   await page.getByLabel('Username or email').fill(account.username);
   await page.getByLabel('Password').fill(account.password);
-  await Promise.all([page.waitForResponse((r) => r.request().method() === 'POST' && r.url().endsWith('/password')), page.getByLabel('Password').press('Enter')]);
+  await Promise.all([
+    page.waitForResponse((r) => r.request().method() === 'POST' && r.url().endsWith('/password')),
+    page.getByLabel('Password').press('Enter'),
+  ]);
   await page.getByRole('heading', { name: /^Allow / }).waitFor();
   await page.getByRole('button', { name: decision }).click();
 }

@@ -1,4 +1,4 @@
-import { generateKeyPairSync, randomUUID, sign, type KeyObject } from 'node:crypto';
+import { generateKeyPairSync, type KeyObject, randomUUID, sign } from 'node:crypto';
 import { TEST_HOST } from './server.ts';
 
 export type Algorithm = 'rsa-sha1' | 'rsa-sha256' | 'ed25519';
@@ -46,7 +46,13 @@ export function basicAuth(userId: string, signature: string): string {
 }
 
 /** Headers for a signed v1 request (Authorization, and Content-Type when a body is given). */
-export function signedHeaders(user: TestUser, method: string, pathAndQuery: string, body?: string, contentType = 'application/json') {
+export function signedHeaders(
+  user: TestUser,
+  method: string,
+  pathAndQuery: string,
+  body?: string,
+  contentType = 'application/json',
+) {
   const headers: Record<string, string> = {
     authorization: basicAuth(user.userId, signatureHex(user, textToSign(method, pathAndQuery, body ?? ''))),
   };

@@ -101,7 +101,10 @@ export async function startMailbox(): Promise<Mailbox> {
           return found;
         }
         const left = deadline - Date.now();
-        if (left <= 0) throw new Error(`no message to ${to} within ${timeoutMs} ms (received: ${received.map((m) => `${m.to.join(',')}: ${m.subject}`).join('; ') || 'none'})`);
+        if (left <= 0)
+          throw new Error(
+            `no message to ${to} within ${timeoutMs} ms (received: ${received.map((m) => `${m.to.join(',')}: ${m.subject}`).join('; ') || 'none'})`,
+          );
         await new Promise<void>((resolve) => {
           const wake = () => (waiters.delete(wake), clearTimeout(timer), resolve());
           const timer = setTimeout(wake, left);

@@ -11,7 +11,10 @@ export function pkcePair() {
   return { verifier, challenge: createHash('sha256').update(verifier).digest('base64url') };
 }
 
-export async function newApp(server: TestServer, options: { scopes?: string[]; confidential?: boolean; redirectUris?: string[]; name?: string } = {}) {
+export async function newApp(
+  server: TestServer,
+  options: { scopes?: string[]; confidential?: boolean; redirectUris?: string[]; name?: string } = {},
+) {
   return createApplication(server.app.database.db, {
     name: options.name ?? 'Test App',
     redirectUris: options.redirectUris ?? [REDIRECT_URI],
@@ -24,12 +27,16 @@ let accounts = 0;
 export async function newAccount(server: TestServer, options: { totpSecret?: string; password?: string } = {}) {
   const username = `user${process.pid}x${++accounts}${randomBytes(3).toString('hex')}`;
   const password = options.password ?? 'correct horse battery';
-  const userId = await createAccount(server.app.database.db, {
-    username,
-    email: `${username}@example.com`,
-    password,
-    ...(options.totpSecret ? { totpSecret: options.totpSecret } : {}),
-  }, server.app.secrets);
+  const userId = await createAccount(
+    server.app.database.db,
+    {
+      username,
+      email: `${username}@example.com`,
+      password,
+      ...(options.totpSecret ? { totpSecret: options.totpSecret } : {}),
+    },
+    server.app.secrets,
+  );
   return { userId, username, password, email: `${username}@example.com` };
 }
 
@@ -39,15 +46,26 @@ export class FormClient {
   constructor(private readonly server: TestServer) {}
 
   /** `form` as URLSearchParams may repeat a field (checkboxes). */
-  async fetch(pathOrUrl: string, init: { method?: string; form?: Record<string, string> | URLSearchParams; headers?: Record<string, string> } = {}) {
+  async fetch(
+    pathOrUrl: string,
+    init: { method?: string; form?: Record<string, string> | URLSearchParams; headers?: Record<string, string> } = {},
+  ) {
     const url = pathOrUrl.startsWith('http') ? pathOrUrl : this.server.url + pathOrUrl;
-    const headers: Record<string, string> = { ...init.headers, cookie: [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ') };
+    const headers: Record<string, string> = {
+      ...init.headers,
+      cookie: [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; '),
+    };
     let body: string | undefined;
     if (init.form) {
       headers['content-type'] = 'application/x-www-form-urlencoded';
       body = new URLSearchParams(init.form).toString();
     }
-    const response = await fetch(url, { method: init.method ?? (init.form ? 'POST' : 'GET'), headers, body, redirect: 'manual' });
+    const response = await fetch(url, {
+      method: init.method ?? (init.form ? 'POST' : 'GET'),
+      headers,
+      body,
+      redirect: 'manual',
+    });
     for (const line of response.headers.getSetCookie()) {
       const [pair] = line.split(';');
       const [name, ...value] = pair!.split('=');
@@ -77,13 +95,23 @@ export class FormClient {
     assert.ok(form, `no form${actionPattern ? ` matching ${actionPattern}` : ''} in ${html}`);
     const csrf = /name="_csrf" value="([^"]+)"/.exec(form[2]!)?.[1];
     assert.ok(csrf, 'form without CSRF token');
-    return this.fetch(form[1]!.replace(/&amp;/g, '&'), { form: { _csrf: csrf, ...fields }, ...(headers ? { headers } : {}) });
+    return this.fetch(form[1]!.replace(/&amp;/g, '&'), {
+      form: { _csrf: csrf, ...fields },
+      ...(headers ? { headers } : {}),
+    });
   }
 }
 
 /** Starts a login at GET /v4/login and answers the interaction path (/login/…). */
 export async function startLogin(server: TestServer, params: Record<string, string>) {
-  const query = new URLSearchParams({ response_type: 'code', state: 'st4te', scope: 'common', code_challenge_method: 'S256', redirect_uri: REDIRECT_URI, ...params });
+  const query = new URLSearchParams({
+    response_type: 'code',
+    state: 'st4te',
+    scope: 'common',
+    code_challenge_method: 'S256',
+    redirect_uri: REDIRECT_URI,
+    ...params,
+  });
   const reply = await server.request('GET', `/v4/login?${query}&no_redirect=true`);
   assert.equal(reply.status, 200, reply.text);
   return new URL(reply.body.login_url).pathname;
@@ -124,7 +152,10 @@ export async function authorize(
   }
   if (current.text.includes('name="code"')) {
     assert.ok(options.totpCode, 'a two-step code was asked for');
-    const verified = await browser.submitOn(current.text, { code: options.totpCode(), ...(options.deviceId ? { trust_device: 'yes' } : {}) });
+    const verified = await browser.submitOn(current.text, {
+      code: options.totpCode(),
+      ...(options.deviceId ? { trust_device: 'yes' } : {}),
+    });
     assert.equal(verified.status, 303, verified.text);
     current = await browser.fetch(page);
   }
@@ -134,7 +165,11 @@ export async function authorize(
   return new URL(decided.location!);
 }
 
-export async function tokenRequest(server: TestServer, params: Record<string, string>, headers: Record<string, string> = {}) {
+export async function tokenRequest(
+  server: TestServer,
+  params: Record<string, string>,
+  headers: Record<string, string> = {},
+) {
   return server.request('POST', '/v4/login', {
     body: new URLSearchParams(params).toString(),
     headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
@@ -152,7 +187,13 @@ export async function tokensThroughPages(
   scope = 'common users:read',
 ) {
   const { verifier, challenge } = pkcePair();
-  const back = await authorize(server, { clientId: app.clientId, challenge, username: account.username, password: account.password, scope });
+  const back = await authorize(server, {
+    clientId: app.clientId,
+    challenge,
+    username: account.username,
+    password: account.password,
+    scope,
+  });
   const reply = await tokenRequest(server, {
     grant_type: 'authorization_code',
     client_id: app.clientId,

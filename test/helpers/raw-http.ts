@@ -8,7 +8,12 @@ export interface RawReply {
 }
 
 /** A request through node:http, which (unlike fetch) neither adds Accept-Encoding nor decodes. */
-export function rawRequest(baseUrl: string, path: string, headers: Record<string, string> = {}, method = 'GET'): Promise<RawReply> {
+export function rawRequest(
+  baseUrl: string,
+  path: string,
+  headers: Record<string, string> = {},
+  method = 'GET',
+): Promise<RawReply> {
   return new Promise((resolve, reject) => {
     const req = httpRequest(baseUrl + path, { method, headers }, (res) => {
       const chunks: Buffer[] = [];

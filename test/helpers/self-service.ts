@@ -23,17 +23,24 @@ export function readMail(to: string, text: string): ReceivedMail {
 }
 
 let addresses = 0;
-export const newAddress = (label = 'person') => `${label}${process.pid}x${++addresses}${Math.random().toString(36).slice(2, 8)}@example.com`;
+export const newAddress = (label = 'person') =>
+  `${label}${process.pid}x${++addresses}${Math.random().toString(36).slice(2, 8)}@example.com`;
 
 /** Masks what differs between two answers by design: CSRF tokens and cookies' values. */
 export const maskTokens = (text: string) => text.replace(/name="_csrf" value="[^"]+"/g, 'name="_csrf" value="…"');
 
 /** The hidden inputs (but the CSRF token) of the form whose action matches, as a browser sends them. */
 export function hiddenFields(html: string, actionPattern: RegExp): Record<string, string> {
-  const form = [...html.matchAll(/<form method="post" action="([^"]+)"[^>]*>([\s\S]*?)<\/form>/g)].find(([, action]) => actionPattern.test(action!));
+  const form = [...html.matchAll(/<form method="post" action="([^"]+)"[^>]*>([\s\S]*?)<\/form>/g)].find(([, action]) =>
+    actionPattern.test(action!),
+  );
   const fields: Record<string, string> = {};
   for (const [, name, value] of form?.[2]!.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g) ?? []) {
-    if (name !== '_csrf') fields[name!] = value!.replace(/&amp;/g, '&').replace(/&#39;/g, "'").replace(/&quot;/g, '"');
+    if (name !== '_csrf')
+      fields[name!] = value!
+        .replace(/&amp;/g, '&')
+        .replace(/&#39;/g, "'")
+        .replace(/&quot;/g, '"');
   }
   return fields;
 }
@@ -44,9 +51,16 @@ export function submitForm(client: FormClient, html: string, fields: Record<stri
 }
 
 /** Walks the sign-up forms: the address, then (with the mail's code) the code; answers the browser and the mail. */
-export async function startSignUp(server: TestServer, inbox: Inbox, email: string, options: { browser?: FormClient; returnTo?: string } = {}) {
+export async function startSignUp(
+  server: TestServer,
+  inbox: Inbox,
+  email: string,
+  options: { browser?: FormClient; returnTo?: string } = {},
+) {
   const browser = options.browser ?? new OwnIpClient(server);
-  const page = await browser.fetch(`/account/sign-up${options.returnTo ? `?return_to=${encodeURIComponent(options.returnTo)}` : ''}`);
+  const page = await browser.fetch(
+    `/account/sign-up${options.returnTo ? `?return_to=${encodeURIComponent(options.returnTo)}` : ''}`,
+  );
   assert.equal(page.status, 200, page.text);
   const sent = await submitForm(browser, page.text, { email }, /^\/account\/sign-up$/);
   assert.equal(sent.status, 303, sent.text);
@@ -76,7 +90,9 @@ export class OwnIpClient extends FormClient {
 }
 
 /** The messages a real SMTP server (test/helpers/mail.ts) received, parsed by mailparser. */
-export function smtpInbox(mailbox: { next(to: string, timeoutMs?: number): Promise<{ to: string[]; text: string }> }): Inbox {
+export function smtpInbox(mailbox: {
+  next(to: string, timeoutMs?: number): Promise<{ to: string[]; text: string }>;
+}): Inbox {
   return {
     async next(to, timeoutMs) {
       const mail = await mailbox.next(to, timeoutMs);

@@ -7,7 +7,7 @@ import { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
 import { buildApp } from '../../src/app.ts';
-import { loadConfig, type Config } from '../../src/config.ts';
+import { type Config, loadConfig } from '../../src/config.ts';
 import type { MailPluginOptions } from '../../src/mail/index.ts';
 
 /**
@@ -169,7 +169,12 @@ async function startServerOnce(options: StartOptions): Promise<TestServer> {
   };
 }
 
-export async function send(baseUrl: string, method: string, path: string, options: RequestOptions = {}): Promise<Reply> {
+export async function send(
+  baseUrl: string,
+  method: string,
+  path: string,
+  options: RequestOptions = {},
+): Promise<Reply> {
   const headers: Record<string, string> = { ...options.headers };
   let body: string | Blob | undefined;
   if (typeof options.body === 'string') body = options.body;

@@ -32,7 +32,9 @@ export class FakeWorkshop {
       if (item?.hang) return; // the socket stays open until the client gives up
       if (!item) {
         // The real workshop answers 200 with an error page for an unknown id.
-        response.writeHead(200, { 'content-type': 'text/html' }).end('<html><body><div class="error_ctn">There was a problem accessing the item.</div></body></html>');
+        response
+          .writeHead(200, { 'content-type': 'text/html' })
+          .end('<html><body><div class="error_ctn">There was a problem accessing the item.</div></body></html>');
         return;
       }
       if (item.status) return void response.writeHead(item.status).end();

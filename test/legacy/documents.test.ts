@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { randomUUID, sign } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { NotAJsonArrayError, splitJsonArray } from '../../src/legacy/documents/json-elements.ts';
 import { STRING_BODY_LIMIT } from '../../src/http/text-body.ts';
-import { basicAuth, newUser, signedHeaders, textToSign, type TestUser } from '../helpers/keys.ts';
-import { startServer, TEST_HOST, type Reply, type TestServer } from '../helpers/server.ts';
+import { NotAJsonArrayError, splitJsonArray } from '../../src/legacy/documents/json-elements.ts';
+import { basicAuth, newUser, signedHeaders, type TestUser, textToSign } from '../helpers/keys.ts';
+import { type Reply, startServer, TEST_HOST, type TestServer } from '../helpers/server.ts';
 
 let server: TestServer;
 before(async () => {
@@ -16,13 +16,21 @@ const DATE_TIME = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\+0000$/;
 
 async function register(algorithm: 'rsa-sha256' | 'rsa-sha1' | 'ed25519' = 'ed25519'): Promise<TestUser> {
   const user = newUser(algorithm);
-  const reply = await server.request('POST', '/v1/user.php', { body: { user_id: user.userId, public_key: user.publicPem } });
+  const reply = await server.request('POST', '/v1/user.php', {
+    body: { user_id: user.userId, public_key: user.publicPem },
+  });
   assert.equal(reply.status, 200, reply.text);
   return user;
 }
 
 /** A signed request with the body sent exactly as the given text. */
-function signed(user: TestUser, method: string, path: string, body?: string, contentType = 'application/json'): Promise<Reply> {
+function signed(
+  user: TestUser,
+  method: string,
+  path: string,
+  body?: string,
+  contentType = 'application/json',
+): Promise<Reply> {
   return server.request(method, path, { headers: signedHeaders(user, method, path, body, contentType), body });
 }
 
@@ -31,7 +39,14 @@ function post(user: TestUser, body: string | object): Promise<Reply> {
 }
 
 function content(overrides: Record<string, unknown> = {}) {
-  return { Identifier: randomUUID(), Title: 'Loot', Description: 'A loot table', Version: 3, LootSources: [{ Class: 'Crate_C' }], ...overrides };
+  return {
+    Identifier: randomUUID(),
+    Title: 'Loot',
+    Description: 'A loot table',
+    Version: 3,
+    LootSources: [{ Class: 'Crate_C' }],
+    ...overrides,
+  };
 }
 
 async function publish(user: TestUser, overrides: Record<string, unknown> = {}) {
@@ -54,7 +69,14 @@ async function setRow(id: string, values: { last_updated?: number; download_coun
 
 describe('splitJsonArray', () => {
   test('answers each element text exactly, without surrounding whitespace', () => {
-    assert.deepEqual(splitJsonArray('[1,"a",{"b":[2,3]},[],null,true]'), ['1', '"a"', '{"b":[2,3]}', '[]', 'null', 'true']);
+    assert.deepEqual(splitJsonArray('[1,"a",{"b":[2,3]},[],null,true]'), [
+      '1',
+      '"a"',
+      '{"b":[2,3]}',
+      '[]',
+      'null',
+      'true',
+    ]);
     assert.deepEqual(splitJsonArray(' \r\n\t[ \n{ "x" : 1.0e+2 }\t,\r\n  "y"  ] \n'), ['{ "x" : 1.0e+2 }', '"y"']);
     assert.deepEqual(splitJsonArray('[]'), []);
     assert.deepEqual(splitJsonArray('[ \n ]'), []);
@@ -62,22 +84,37 @@ describe('splitJsonArray', () => {
   });
 
   test('commas, brackets and escaped quotes inside strings do not split', () => {
-    const tricky = ['"a,b"', '"]"', '"}{"', '"say \\"hi\\", ok"', '"ends with backslash \\\\"', '"\\\\\\""', '{"k,]": "v\\\\", "n": ["]", "["]}', '"é😀\\u00e9\\/"'];
+    const tricky = [
+      '"a,b"',
+      '"]"',
+      '"}{"',
+      '"say \\"hi\\", ok"',
+      '"ends with backslash \\\\"',
+      '"\\\\\\""',
+      '{"k,]": "v\\\\", "n": ["]", "["]}',
+      '"é😀\\u00e9\\/"',
+    ];
     assert.deepEqual(splitJsonArray(`[${tricky.join(' , ')}]`), tricky);
   });
 
   test('agrees with JSON.parse on generated values in several layouts', () => {
     let seed = 42;
-    const random = () => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31);
+    const random = () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;
     const strings = ['', ',', ']', '}', '"', '\\', '\\"', 'a\nb', 'é', '😀', '\u2028', '[{,}]'];
     const value = (depth: number): unknown => {
       const kind = Math.floor(random() * (depth > 3 ? 4 : 6));
       if (kind === 0) return Math.floor(random() * 1000) - 500;
-      if (kind === 1) return strings[Math.floor(random() * strings.length)]! + strings[Math.floor(random() * strings.length)]!;
+      if (kind === 1)
+        return strings[Math.floor(random() * strings.length)]! + strings[Math.floor(random() * strings.length)]!;
       if (kind === 2) return random() < 0.5 ? null : random() < 0.5;
       if (kind === 3) return random() * 1e6;
       if (kind === 4) return Array.from({ length: Math.floor(random() * 4) }, () => value(depth + 1));
-      return Object.fromEntries(Array.from({ length: Math.floor(random() * 4) }, (_, i) => [strings[i % strings.length] + String(i), value(depth + 1)]));
+      return Object.fromEntries(
+        Array.from({ length: Math.floor(random() * 4) }, (_, i) => [
+          strings[i % strings.length] + String(i),
+          value(depth + 1),
+        ]),
+      );
     };
     for (let round = 0; round < 300; round++) {
       const elements = Array.from({ length: 1 + Math.floor(random() * 5) }, () => value(0));
@@ -85,7 +122,11 @@ describe('splitJsonArray', () => {
         const text = JSON.stringify(elements, null, indent);
         const parts = splitJsonArray(text);
         assert.equal(parts.length, elements.length, text);
-        assert.deepEqual(parts.map((part) => JSON.parse(part)), elements, text);
+        assert.deepEqual(
+          parts.map((part) => JSON.parse(part)),
+          elements,
+          text,
+        );
       }
     }
   });
@@ -105,7 +146,16 @@ describe('POST /v1/document.php', () => {
     const raw = `\r\n  {\t"Identifier" :"${id.toUpperCase()}",\n"Title":"Hölle & \u{1F480} Loot/Set",  "Description":"Line1\\nLine2 \\u00e9 é\u0301 \\/ 日本",\r\n\r\n "Version": 7, "LootSources":[ {"Multiplier":1.0e+2, "Weight": -0.50}, [] ],"Extra":{"kept":true}   }\n\n`;
     const reply = await post(user, raw);
     assert.equal(reply.status, 200, reply.text);
-    assert.deepEqual(Object.keys(reply.body).sort(), ['description', 'document_id', 'download_count', 'last_updated', 'name', 'resource_url', 'revision', 'user_id']);
+    assert.deepEqual(Object.keys(reply.body).sort(), [
+      'description',
+      'document_id',
+      'download_count',
+      'last_updated',
+      'name',
+      'resource_url',
+      'revision',
+      'user_id',
+    ]);
     assert.equal(reply.body.document_id, id);
     assert.equal(reply.body.user_id, user.userId);
     assert.equal(reply.body.name, 'Hölle & \u{1F480} Loot/Set');
@@ -139,7 +189,7 @@ describe('POST /v1/document.php', () => {
     assert.equal(download.text, raw);
   });
 
-  test('an update of another user\'s document is 403 and changes nothing', async () => {
+  test("an update of another user's document is 403 and changes nothing", async () => {
     const owner = await register();
     const intruder = await register();
     const original = await publish(owner, { Title: 'Mine' });
@@ -153,10 +203,18 @@ describe('POST /v1/document.php', () => {
   test('50 concurrent updates raise revision by exactly 50', async () => {
     const user = await register();
     const created = await publish(user);
-    const bodies = Array.from({ length: 50 }, (_, i) => JSON.stringify(content({ Identifier: created.document_id, Title: `Update ${i}` })));
+    const bodies = Array.from({ length: 50 }, (_, i) =>
+      JSON.stringify(content({ Identifier: created.document_id, Title: `Update ${i}` })),
+    );
     const replies = await Promise.all(bodies.map((body) => post(user, body)));
-    assert.deepEqual(replies.map((r) => r.status), bodies.map(() => 200));
-    assert.deepEqual(replies.map((r) => r.body.revision).sort((a, b) => a - b), Array.from({ length: 50 }, (_, i) => i + 2));
+    assert.deepEqual(
+      replies.map((r) => r.status),
+      bodies.map(() => 200),
+    );
+    assert.deepEqual(
+      replies.map((r) => r.body.revision).sort((a, b) => a - b),
+      Array.from({ length: 50 }, (_, i) => i + 2),
+    );
     const final = await metadata(created.document_id);
     assert.equal(final.revision, 51);
     const stored = await server.request('GET', `/v1/document.php/${created.document_id}`);
@@ -177,11 +235,14 @@ describe('POST /v1/document.php', () => {
     const reply = await post(user, raw);
     assert.equal(reply.status, 200, reply.text);
     assert.ok(Array.isArray(reply.body));
-    assert.deepEqual(reply.body.map((m: any) => [m.document_id, m.revision, m.name]), [
-      [a, 1, 'A, [with] "quotes" }'],
-      [existing.document_id, 2, 'New 😀'],
-      [b, 1, 'B'],
-    ]);
+    assert.deepEqual(
+      reply.body.map((m: any) => [m.document_id, m.revision, m.name]),
+      [
+        [a, 1, 'A, [with] "quotes" }'],
+        [existing.document_id, 2, 'New 😀'],
+        [b, 1, 'B'],
+      ],
+    );
     for (const [index, id] of [a, existing.document_id, b].entries()) {
       const download = await fetch(`${server.url}/v1/document.php/${id}`);
       assert.deepEqual(Buffer.from(await download.arrayBuffer()), Buffer.from(elements[index]!, 'utf8'));
@@ -193,10 +254,15 @@ describe('POST /v1/document.php', () => {
     const [low, high] = [await publish(user), await publish(user)].map((m) => m.document_id as string).sort();
     const forward = JSON.stringify([content({ Identifier: low }), content({ Identifier: high })]);
     const backward = JSON.stringify([content({ Identifier: high }), content({ Identifier: low })]);
-    const replies = await Promise.all(Array.from({ length: 20 }, (_, i) => post(user, i % 2 === 0 ? forward : backward)));
+    const replies = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => post(user, i % 2 === 0 ? forward : backward)),
+    );
     for (const [i, reply] of replies.entries()) {
       assert.equal(reply.status, 200, reply.text);
-      assert.deepEqual(reply.body.map((m: any) => m.document_id), i % 2 === 0 ? [low, high] : [high, low]);
+      assert.deepEqual(
+        reply.body.map((m: any) => m.document_id),
+        i % 2 === 0 ? [low, high] : [high, low],
+      );
     }
     assert.equal((await metadata(low!)).revision, 21);
     assert.equal((await metadata(high!)).revision, 21);
@@ -207,7 +273,11 @@ describe('POST /v1/document.php', () => {
     const existing = await publish(user);
     const fresh = randomUUID();
     const bad = randomUUID();
-    const reply = await post(user, [content({ Identifier: fresh }), content({ Identifier: existing.document_id, Title: 'Changed' }), content({ Identifier: bad, LootSources: 'none' })]);
+    const reply = await post(user, [
+      content({ Identifier: fresh }),
+      content({ Identifier: existing.document_id, Title: 'Changed' }),
+      content({ Identifier: bad, LootSources: 'none' }),
+    ]);
     assert.equal(reply.status, 400, reply.text);
     assert.equal(reply.body.code, 'badRequest');
     assert.deepEqual(reply.body.details, { index: 2, Identifier: bad });
@@ -216,13 +286,17 @@ describe('POST /v1/document.php', () => {
     assert.deepEqual(await metadata(existing.document_id), existing);
   });
 
-  test('an array naming another user\'s document changes nothing (403 naming the element)', async () => {
+  test("an array naming another user's document changes nothing (403 naming the element)", async () => {
     const user = await register();
     const other = await register();
     const mine = await publish(user);
     const theirs = await publish(other);
     const fresh = randomUUID();
-    const reply = await post(user, [content({ Identifier: fresh }), content({ Identifier: mine.document_id }), content({ Identifier: theirs.document_id })]);
+    const reply = await post(user, [
+      content({ Identifier: fresh }),
+      content({ Identifier: mine.document_id }),
+      content({ Identifier: theirs.document_id }),
+    ]);
     assert.equal(reply.status, 403, reply.text);
     assert.deepEqual(reply.body.details, { index: 2, Identifier: theirs.document_id });
     assert.equal((await server.request('HEAD', `/v1/document.php/${fresh}`)).status, 404);
@@ -271,10 +345,17 @@ describe('POST /v1/document.php', () => {
 
   test('a body that is not UTF-8 is 400', async () => {
     const user = await register();
-    const body = Buffer.concat([Buffer.from(`{"Identifier":"${randomUUID()}","Title":"`), Buffer.from([0xff, 0xfe]), Buffer.from('","Description":"","LootSources":[]}')]);
+    const body = Buffer.concat([
+      Buffer.from(`{"Identifier":"${randomUUID()}","Title":"`),
+      Buffer.from([0xff, 0xfe]),
+      Buffer.from('","Description":"","LootSources":[]}'),
+    ]);
     const path = '/v1/document.php';
     const text = Buffer.concat([Buffer.from(`POST\nhttps://${TEST_HOST}${path}\n`), body]);
-    const headers = { authorization: basicAuth(user.userId, sign(null, text, user.privateKey).toString('hex')), 'content-type': 'application/json' };
+    const headers = {
+      authorization: basicAuth(user.userId, sign(null, text, user.privateKey).toString('hex')),
+      'content-type': 'application/json',
+    };
     const reply = await server.request('POST', path, { headers, body });
     assert.equal(reply.status, 400, reply.text);
     assert.match(reply.body.message, /UTF-8/);
@@ -283,7 +364,10 @@ describe('POST /v1/document.php', () => {
   test('needs a signature: 401 without one, 403 with a wrong one', async () => {
     const user = await register();
     const body = JSON.stringify(content());
-    const unsigned = await server.request('POST', '/v1/document.php', { body, headers: { 'content-type': 'application/json' } });
+    const unsigned = await server.request('POST', '/v1/document.php', {
+      body,
+      headers: { 'content-type': 'application/json' },
+    });
     assert.equal(unsigned.status, 401);
     const headers = signedHeaders(user, 'POST', '/v1/document.php', body.replace('Loot', 'Boot'));
     const wrong = await server.request('POST', '/v1/document.php', { body, headers });
@@ -313,7 +397,9 @@ describe('GET /v1/document.php/<id>', () => {
     for (const length of [2_000, STRING_BODY_LIMIT + 1_000]) {
       const id = randomUUID();
       // Characters of one, two, three and four UTF-8 bytes (the last a surrogate pair): the length in bytes is not the string's.
-      const raw = JSON.stringify(content({ Identifier: id, Description: 'aé日\u{1F480}'.repeat(Math.ceil(length / 5)) }));
+      const raw = JSON.stringify(
+        content({ Identifier: id, Description: 'aé日\u{1F480}'.repeat(Math.ceil(length / 5)) }),
+      );
       assert.ok(raw.length > length);
       assert.equal((await post(user, raw)).status, 200);
       for (const coding of ['identity', 'br']) {
@@ -330,8 +416,15 @@ describe('GET /v1/document.php/<id>', () => {
   test('200 concurrent downloads raise download_count by exactly 200', async () => {
     const user = await register();
     const created = await publish(user);
-    const replies = await Promise.all(Array.from({ length: 200 }, () => fetch(`${server.url}/v1/document.php/${created.document_id}`).then((r) => r.status)));
-    assert.deepEqual(replies, replies.map(() => 200));
+    const replies = await Promise.all(
+      Array.from({ length: 200 }, () =>
+        fetch(`${server.url}/v1/document.php/${created.document_id}`).then((r) => r.status),
+      ),
+    );
+    assert.deepEqual(
+      replies,
+      replies.map(() => 200),
+    );
     assert.equal((await metadata(created.document_id)).download_count, 200);
   });
 
@@ -359,7 +452,11 @@ describe('GET /v1/document.php/<id>', () => {
   });
 
   test('a missing or non-UUID id is 404; ?simple answers the metadata; unknown parameters are 400', async () => {
-    for (const path of [`/v1/document.php/${randomUUID()}`, `/v1/document.php/${randomUUID()}?simple`, '/v1/document.php/not-a-uuid']) {
+    for (const path of [
+      `/v1/document.php/${randomUUID()}`,
+      `/v1/document.php/${randomUUID()}?simple`,
+      '/v1/document.php/not-a-uuid',
+    ]) {
       const reply = await server.request('GET', path);
       assert.equal(reply.status, 404, path);
       assert.equal(reply.body.code, 'notFound');
@@ -383,7 +480,10 @@ describe('GET /v1/document.php/<id>,<id>', () => {
     const user = await register();
     const a = await publish(user);
     const b = await publish(user);
-    const several = await server.request('GET', `/v1/document.php/${b.document_id},${randomUUID()},not-a-uuid,${a.document_id.toUpperCase()}`);
+    const several = await server.request(
+      'GET',
+      `/v1/document.php/${b.document_id},${randomUUID()},not-a-uuid,${a.document_id.toUpperCase()}`,
+    );
     assert.equal(several.status, 200, several.text);
     assert.deepEqual(several.body, [b, a]);
     const one = await server.request('GET', `/v1/document.php/${a.document_id},${randomUUID()}`);
@@ -460,7 +560,10 @@ describe('GET /v1/document.php (list)', () => {
 
   test('defaults to last_updated, newest first, ties by document_id; the metadata is complete', async () => {
     const body = await list(`user_id=${owner.userId}`);
-    assert.deepEqual(body.map((m) => m.document_id), expected('last_updated', 'desc'));
+    assert.deepEqual(
+      body.map((m) => m.document_id),
+      expected('last_updated', 'desc'),
+    );
     const first = body.find((m) => m.document_id === ids[0]);
     assert.equal(first!.last_updated, '2024-01-02 03:04:08+0000');
     assert.equal(first!.download_count, 5);
@@ -472,10 +575,17 @@ describe('GET /v1/document.php (list)', () => {
     for (const sort of ['last_updated', 'download_count'] as const) {
       for (const direction of ['asc', 'desc'] as const) {
         const body = await list(`user_id=${owner.userId.toUpperCase()}&sort=${sort}&direction=${direction}`);
-        assert.deepEqual(body.map((m) => m.document_id), expected(sort, direction), `${sort} ${direction}`);
+        assert.deepEqual(
+          body.map((m) => m.document_id),
+          expected(sort, direction),
+          `${sort} ${direction}`,
+        );
       }
     }
-    assert.deepEqual((await list(`direction=asc&user_id=${owner.userId}`)).map((m) => m.document_id), expected('last_updated', 'asc'));
+    assert.deepEqual(
+      (await list(`direction=asc&user_id=${owner.userId}`)).map((m) => m.document_id),
+      expected('last_updated', 'asc'),
+    );
   });
 
   test('count and offset page through the results without gaps or repeats', async () => {
@@ -487,13 +597,19 @@ describe('GET /v1/document.php (list)', () => {
       pages.push(...page.map((m) => m.document_id));
     }
     assert.deepEqual(pages, all);
-    assert.deepEqual((await list(`user_id=${owner.userId}&sort=download_count&offset=3`)).map((m) => m.document_id), all.slice(3));
+    assert.deepEqual(
+      (await list(`user_id=${owner.userId}&sort=download_count&offset=3`)).map((m) => m.document_id),
+      all.slice(3),
+    );
     assert.deepEqual(await list(`user_id=${owner.userId}&offset=100`), []);
-    assert.deepEqual((await list(`user_id=${owner.userId}&count=1`)).map((m) => m.document_id), expected('last_updated', 'desc').slice(0, 1));
+    assert.deepEqual(
+      (await list(`user_id=${owner.userId}&count=1`)).map((m) => m.document_id),
+      expected('last_updated', 'desc').slice(0, 1),
+    );
     assert.deepEqual(await list(`user_id=${randomUUID()}`), []);
   });
 
-  test('without user_id every user\'s documents are listed', async () => {
+  test("without user_id every user's documents are listed", async () => {
     const body = await list('count=1000');
     const listed = new Set(body.map((m) => m.document_id));
     for (const id of ids) assert.ok(listed.has(id));
@@ -547,7 +663,13 @@ describe('DELETE /v1/document.php', () => {
     const user = await register();
     const a = await publish(user);
     const b = await publish(user);
-    const reply = await signed(user, 'DELETE', '/v1/document.php', ` ${a.document_id} ,${b.document_id.toUpperCase()}\n`, 'text/plain');
+    const reply = await signed(
+      user,
+      'DELETE',
+      '/v1/document.php',
+      ` ${a.document_id} ,${b.document_id.toUpperCase()}\n`,
+      'text/plain',
+    );
     assert.equal(reply.status, 200, reply.text);
     assert.deepEqual(reply.body, { deleted: [a.document_id, b.document_id] });
     assert.equal((await server.request('GET', `/v1/document.php/${a.document_id},${b.document_id}`)).status, 404);
@@ -556,7 +678,7 @@ describe('DELETE /v1/document.php', () => {
     assert.deepEqual(one.body, { deleted: [single.document_id] });
   });
 
-  test('another user\'s document is 403 and nothing is deleted', async () => {
+  test("another user's document is 403 and nothing is deleted", async () => {
     const user = await register();
     const other = await register();
     const mine = await publish(user);
@@ -570,9 +692,15 @@ describe('DELETE /v1/document.php', () => {
 
   test('concurrent overlapping deletes: exactly one succeeds, the others are 404', async () => {
     const user = await register();
-    const ids = [(await publish(user)).document_id, (await publish(user)).document_id, (await publish(user)).document_id];
+    const ids = [
+      (await publish(user)).document_id,
+      (await publish(user)).document_id,
+      (await publish(user)).document_id,
+    ];
     const replies = await Promise.all(
-      Array.from({ length: 10 }, (_, i) => signed(user, 'DELETE', '/v1/document.php', (i % 2 ? [...ids].reverse() : ids).join(','), 'text/plain')),
+      Array.from({ length: 10 }, (_, i) =>
+        signed(user, 'DELETE', '/v1/document.php', (i % 2 ? [...ids].reverse() : ids).join(','), 'text/plain'),
+      ),
     );
     assert.deepEqual(replies.map((r) => r.status).sort(), [200, ...Array(9).fill(404)]);
     assert.equal((await server.request('GET', `/v1/document.php/${ids.join(',')}`)).status, 404);
@@ -608,7 +736,7 @@ describe('DELETE /v1/document.php', () => {
 });
 
 describe('deleting a user', () => {
-  test('removes the user\'s documents and only those', async () => {
+  test("removes the user's documents and only those", async () => {
     const user = await register();
     const other = await register();
     const a = await publish(user);
@@ -620,13 +748,20 @@ describe('deleting a user', () => {
     assert.equal((await server.request('GET', `/v1/document.php/${a.document_id},${b.document_id}`)).status, 404);
     assert.deepEqual(await server.request('GET', `/v1/document.php?user_id=${user.userId}`).then((r) => r.body), []);
     assert.equal((await server.request('HEAD', `/v1/document.php/${kept.document_id}`)).status, 200);
-    const rows = await server.app.database.db.selectFrom('documents').select('document_id').where('user_id', '=', user.userId).execute();
+    const rows = await server.app.database.db
+      .selectFrom('documents')
+      .select('document_id')
+      .where('user_id', '=', user.userId)
+      .execute();
     assert.deepEqual(rows, []);
   });
 });
 
 test('other methods on the document paths are 405 with Allow', async () => {
-  const reply = await server.request('PUT', `/v1/document.php/${randomUUID()}`, { body: '{}', headers: { 'content-type': 'application/json' } });
+  const reply = await server.request('PUT', `/v1/document.php/${randomUUID()}`, {
+    body: '{}',
+    headers: { 'content-type': 'application/json' },
+  });
   assert.equal(reply.status, 405);
   assert.match(reply.headers.get('allow') ?? '', /GET/);
 });
@@ -638,8 +773,13 @@ describe('downloadDocument counts downloads of the same turn together', () => {
     const a = await publish(user, { Title: 'Batch A' });
     const b = await publish(user, { Title: 'Batch B' });
     const db = server.app.database.db;
-    const answers = await Promise.all([a, b, a, { document_id: randomUUID() }, a].map((doc) => downloadDocument(db, doc.document_id)));
-    assert.deepEqual(answers.map((answer) => answer?.name), ['Batch A', 'Batch B', 'Batch A', undefined, 'Batch A']);
+    const answers = await Promise.all(
+      [a, b, a, { document_id: randomUUID() }, a].map((doc) => downloadDocument(db, doc.document_id)),
+    );
+    assert.deepEqual(
+      answers.map((answer) => answer?.name),
+      ['Batch A', 'Batch B', 'Batch A', undefined, 'Batch A'],
+    );
     assert.equal((await metadata(a.document_id)).download_count, 3);
     assert.equal((await metadata(b.document_id)).download_count, 1);
   });

@@ -1,14 +1,19 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
-import { freshDatabase, startServer, type TestDatabase, type TestServer } from '../helpers/server.ts';
-import { rawRequest, type RawReply } from '../helpers/raw-http.ts';
-import { confirmedMod, registerUser, signed } from '../helpers/v1.ts';
 import type { TestUser } from '../helpers/keys.ts';
+import { type RawReply, rawRequest } from '../helpers/raw-http.ts';
+import { freshDatabase, startServer, type TestDatabase, type TestServer } from '../helpers/server.ts';
+import { confirmedMod, registerUser, signed } from '../helpers/v1.ts';
 import { FakeWorkshop } from '../helpers/workshop.ts';
 
 /** A request to `server` as node:http sends it: no Accept-Encoding added, nothing decoded. */
-function raw(server: TestServer, path: string, headers: Record<string, string> = {}, method = 'GET'): Promise<RawReply> {
+function raw(
+  server: TestServer,
+  path: string,
+  headers: Record<string, string> = {},
+  method = 'GET',
+): Promise<RawReply> {
   return rawRequest(server.url, path, headers, method);
 }
 
@@ -24,7 +29,13 @@ let serial = 0;
 function engram(modId: string) {
   const n = ++serial;
   const object = `PrimalItem_Cached${n}`;
-  return { path: `/Game/Mods/${modId}/Items/${object}.${object}`, label: `Cached thing ${n}`, mod_id: modId, availability: 31, can_blueprint: true };
+  return {
+    path: `/Game/Mods/${modId}/Items/${object}.${object}`,
+    label: `Cached thing ${n}`,
+    mod_id: modId,
+    availability: 31,
+    can_blueprint: true,
+  };
 }
 
 async function addEngrams(server: TestServer, user: TestUser, items: object[]) {
@@ -40,12 +51,25 @@ async function list(server: TestServer, query = '') {
   assert.equal(reply.headers['content-encoding'], undefined);
   const etag = reply.headers.etag as string;
   assert.match(etag, /^"[^"]+"$/, 'a strong entity tag');
-  return { etag, bytes: reply.bytes, engrams: JSON.parse(reply.bytes.toString()) as Array<{ uid: string; path: string; label: string; mod_id: number; mod_name: string }> };
+  return {
+    etag,
+    bytes: reply.bytes,
+    engrams: JSON.parse(reply.bytes.toString()) as Array<{
+      uid: string;
+      path: string;
+      label: string;
+      mod_id: number;
+      mod_name: string;
+    }>,
+  };
 }
 
 /** Both instances answer 200 (not 304) to the tags they handed out before, and agree on the new list. */
 async function bothSeeChange(before: { first: string; second: string }) {
-  for (const [server, tag] of [[first, before.first], [second, before.second]] as const) {
+  for (const [server, tag] of [
+    [first, before.first],
+    [second, before.second],
+  ] as const) {
     const reply = await raw(server, '/v1/engram.php', { 'if-none-match': tag });
     assert.equal(reply.status, 200, 'a stale tag is not confirmed after a write');
     assert.notEqual(reply.headers.etag, tag);
@@ -69,8 +93,16 @@ before(async () => {
   owner = await registerUser(first);
   modA = (await confirmedMod(first, workshop, owner)).mod_id;
   modB = (await confirmedMod(first, workshop, owner)).mod_id;
-  await addEngrams(first, owner, Array.from({ length: 12 }, () => engram(modA)));
-  await addEngrams(first, owner, Array.from({ length: 3 }, () => engram(modB)));
+  await addEngrams(
+    first,
+    owner,
+    Array.from({ length: 12 }, () => engram(modA)),
+  );
+  await addEngrams(
+    first,
+    owner,
+    Array.from({ length: 3 }, () => engram(modB)),
+  );
 });
 
 after(async () => {
@@ -134,7 +166,11 @@ describe('the engram list: compression', () => {
     assert.deepEqual(gunzipSync(gz.bytes), bytes);
     assert.notEqual(br.headers.etag, gz.headers.etag, 'each coding is its own representation');
     // A cache holding the gzip form revalidates it with its tag.
-    assert.equal((await raw(first, '/v1/engram.php', { 'accept-encoding': 'gzip', 'if-none-match': gz.headers.etag as string })).status, 304);
+    assert.equal(
+      (await raw(first, '/v1/engram.php', { 'accept-encoding': 'gzip', 'if-none-match': gz.headers.etag as string }))
+        .status,
+      304,
+    );
   });
 
   test('q-values choose the coding, and q=0 refuses one', async () => {
@@ -182,7 +218,10 @@ describe('every write drops the cached lists on every instance', () => {
     const [added] = await addEngrams(first, owner, [engram(modA)]);
     const now = await bothSeeChange(before);
     assert.ok(now.engrams.some((item) => item.uid === added!.uid));
-    assert.ok((await list(second, `?mod_id=${modA}`)).engrams.some((item) => item.uid === added!.uid), 'per-mod lists too');
+    assert.ok(
+      (await list(second, `?mod_id=${modA}`)).engrams.some((item) => item.uid === added!.uid),
+      'per-mod lists too',
+    );
   });
 
   test('an engram updated (and not by a refused write)', async () => {
@@ -190,7 +229,11 @@ describe('every write drops the cached lists on every instance', () => {
     const before = await tags();
     const refused = await signed(first, owner, 'POST', '/v1/engram.php', { path: target!.path, label: '' });
     assert.equal(refused.status, 400, refused.text);
-    assert.equal((await raw(second, '/v1/engram.php', { 'if-none-match': before.second })).status, 304, 'a refused write changes nothing');
+    assert.equal(
+      (await raw(second, '/v1/engram.php', { 'if-none-match': before.second })).status,
+      304,
+      'a refused write changes nothing',
+    );
     const reply = await signed(first, owner, 'POST', '/v1/engram.php', { path: target!.path, label: 'Renamed thing' });
     assert.equal(reply.status, 200, reply.text);
     const now = await bothSeeChange(before);
@@ -254,7 +297,9 @@ describe('other JSON answers', () => {
     assert.equal(small.status, 200);
     assert.equal(small.headers['content-encoding'], undefined);
     assert.equal(JSON.parse(small.bytes.toString()).uid, one!.uid);
-    const missing = await raw(first, '/v1/engram.php/00000000000000000000000000000000', { 'accept-encoding': 'br, gzip' });
+    const missing = await raw(first, '/v1/engram.php/00000000000000000000000000000000', {
+      'accept-encoding': 'br, gzip',
+    });
     assert.equal(missing.status, 404);
     assert.equal(missing.headers['content-encoding'], undefined);
     assert.equal(typeof JSON.parse(missing.bytes.toString()).message, 'string');
@@ -263,13 +308,25 @@ describe('other JSON answers', () => {
 
 describe('the spawn-code page', () => {
   test("lists the mod's engrams by label, with their spawn commands", async () => {
-    const engrams = (await list(first, `?mod_id=${modA}`)).engrams as unknown as Array<{ label: string; spawn: string }>;
+    const engrams = (await list(first, `?mod_id=${modA}`)).engrams as unknown as Array<{
+      label: string;
+      spawn: string;
+    }>;
     const page = await first.request('GET', `/spawn?mod_id=${modA}`);
     assert.equal(page.status, 200);
     assert.match(page.headers.get('content-type') ?? '', /^text\/html/);
-    const positions = [...engrams].sort((a, b) => a.label.localeCompare(b.label)).map((item) => page.text.indexOf(item.label));
-    assert.ok(positions.every((at) => at >= 0), 'every engram is shown');
-    assert.deepEqual([...positions].sort((a, b) => a - b), positions, 'in label order');
+    const positions = [...engrams]
+      .sort((a, b) => a.label.localeCompare(b.label))
+      .map((item) => page.text.indexOf(item.label));
+    assert.ok(
+      positions.every((at) => at >= 0),
+      'every engram is shown',
+    );
+    assert.deepEqual(
+      [...positions].sort((a, b) => a - b),
+      positions,
+      'in label order',
+    );
   });
 });
 
@@ -296,7 +353,11 @@ describe('a list built from several chunks of rows', () => {
   test('sent from its chunks: the same bytes every time, its length, its tag; HEAD and 304 carry no body', async () => {
     const modD = (await confirmedMod(first, workshop, owner)).mod_id;
     // Two full chunks of 1,000 rows and one partial: the chunk boundaries fall inside the body.
-    await addEngrams(first, owner, Array.from({ length: 2500 }, () => engram(modD)));
+    await addEngrams(
+      first,
+      owner,
+      Array.from({ length: 2500 }, () => engram(modD)),
+    );
     const path = `/v1/engram.php?mod_id=${modD}`;
     const built = await raw(first, path);
     const cached = await raw(first, path);

@@ -41,7 +41,19 @@ test('engramJson writes the same text as the stringified structure, for awkward 
     assert.equal(text, stringified(row));
     assert.deepEqual(Object.keys(JSON.parse(text)), Object.keys(engramStructure(config, row)));
     // The GET reads the same row as columns (readEngramColumns).
-    assert.equal(engramJsonOfColumns(config, [row.uid, row.path, row.class, row.label, row.availability, row.can_blueprint, row.mod_id, row.mod_name]), text);
+    assert.equal(
+      engramJsonOfColumns(config, [
+        row.uid,
+        row.path,
+        row.class,
+        row.label,
+        row.availability,
+        row.can_blueprint,
+        row.mod_id,
+        row.mod_name,
+      ]),
+      text,
+    );
   }
 });
 

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { basicAuth, newUser, signatureHex, textToSign, type TestUser } from '../helpers/keys.ts';
-import { startServer, TEST_HOST, type Reply, type TestServer } from '../helpers/server.ts';
+import { basicAuth, newUser, signatureHex, type TestUser, textToSign } from '../helpers/keys.ts';
+import { type Reply, startServer, TEST_HOST, type TestServer } from '../helpers/server.ts';
 import { confirmedMod, publishMod, registerUser, signed } from '../helpers/v1.ts';
 import { FakeWorkshop } from '../helpers/workshop.ts';
 
@@ -52,7 +52,12 @@ function engramFor(modId: string, overrides: Partial<EngramInput> = {}): EngramI
 }
 
 /** The Engram structure the service should answer for a stored engram. */
-function expected(input: { path: string; label: string; mod_id: number | string }, environments: readonly string[], canBlueprint: boolean, modName: string) {
+function expected(
+  input: { path: string; label: string; mod_id: number | string },
+  environments: readonly string[],
+  canBlueprint: boolean,
+  modName: string,
+) {
   const object = input.path.slice(input.path.lastIndexOf('.') + 1);
   const uid = md5(input.path.toLowerCase());
   return {
@@ -122,7 +127,10 @@ describe('publishing engrams for a confirmed mod', () => {
     assert.deepEqual(await listOfMod(server, modId), [want]);
     const all = await server.request('GET', '/v1/engram.php');
     assert.equal(all.status, 200);
-    assert.deepEqual(all.body.find((engram: { uid: string }) => engram.uid === want.uid), want);
+    assert.deepEqual(
+      all.body.find((engram: { uid: string }) => engram.uid === want.uid),
+      want,
+    );
   });
 
   test("the mod's engrams_url lists the engrams published for it", async () => {
@@ -167,7 +175,8 @@ describe('publishing engrams for a confirmed mod', () => {
     const { user, modId } = await ownerWithMod(server);
     const inputs = Array.from({ length: 32 }, (_, bits) => engramFor(modId, { availability: bits }));
     const body = await publish(server, user, inputs);
-    for (const [bits, engram] of body.entries()) assert.deepEqual(engram.environments, namesOf(bits), `availability ${bits}`);
+    for (const [bits, engram] of body.entries())
+      assert.deepEqual(engram.environments, namesOf(bits), `availability ${bits}`);
     assert.deepEqual(body[0].environments, []);
     assert.deepEqual(body[31].environments, ['Island', 'Scorched', 'Center', 'Ragnarok', 'Abberation']);
   });
@@ -209,8 +218,14 @@ describe('publishing engrams for a confirmed mod', () => {
   test('mod_id may be sent as a number or a digit string and is emitted as an integer', async () => {
     const { server } = context;
     const { user, modId } = await ownerWithMod(server);
-    const body = await publish(server, user, [engramFor(modId, { mod_id: modId }), engramFor(modId, { mod_id: Number(modId) })]);
-    assert.deepEqual(body.map((engram: { mod_id: unknown }) => engram.mod_id), [Number(modId), Number(modId)]);
+    const body = await publish(server, user, [
+      engramFor(modId, { mod_id: modId }),
+      engramFor(modId, { mod_id: Number(modId) }),
+    ]);
+    assert.deepEqual(
+      body.map((engram: { mod_id: unknown }) => engram.mod_id),
+      [Number(modId), Number(modId)],
+    );
   });
 
   test('keys outside the write set, and derived values sent back, are ignored', async () => {
@@ -332,7 +347,7 @@ describe('publishing engrams for a confirmed mod', () => {
     const both = await server.request('GET', `/v1/engram.php?mod_id=${alice.modId},${bob.modId}`);
     assert.equal(both.status, 200);
     assert.deepEqual(both.body.sort(byUid), [...a, b].sort(byUid));
-    assert.deepEqual((await listOfMod(server, bob.modId)), [b]);
+    assert.deepEqual(await listOfMod(server, bob.modId), [b]);
     assert.deepEqual(await listOfMod(server, publishMod(workshop)), []);
     for (const bad of ['abc', '-4', `${alice.modId},x`]) {
       const reply = await server.request('GET', `/v1/engram.php?mod_id=${bad}`);
@@ -351,8 +366,14 @@ describe('publishing engrams for a confirmed mod', () => {
     assert.equal(all.status, 200);
     const uids = all.body.map((engram: { uid: string }) => engram.uid);
     assert.equal(new Set(uids).size, uids.length);
-    assert.deepEqual(all.body.find((e: { uid: string }) => e.uid === mine.uid), mine);
-    assert.deepEqual(all.body.find((e: { uid: string }) => e.uid === theirs.uid), theirs);
+    assert.deepEqual(
+      all.body.find((e: { uid: string }) => e.uid === mine.uid),
+      mine,
+    );
+    assert.deepEqual(
+      all.body.find((e: { uid: string }) => e.uid === theirs.uid),
+      theirs,
+    );
   });
 
   test('an empty database lists an empty array', async () => {
@@ -396,7 +417,10 @@ describe('rules for writing engrams', () => {
 
     // Signed for another body.
     const tampered = await server.request('POST', '/v1/engram.php', {
-      headers: { authorization: basicAuth(user.userId, signatureHex(user, textToSign('POST', '/v1/engram.php', '{}'))), 'content-type': 'application/json' },
+      headers: {
+        authorization: basicAuth(user.userId, signatureHex(user, textToSign('POST', '/v1/engram.php', '{}'))),
+        'content-type': 'application/json',
+      },
       body,
     });
     assert.equal(tampered.status, 403);
@@ -406,18 +430,27 @@ describe('rules for writing engrams', () => {
     // Signed with someone else's key under this user's id.
     const stranger = newUser('ed25519');
     const wrongKey = await server.request('POST', '/v1/engram.php', {
-      headers: { authorization: basicAuth(user.userId, signatureHex(stranger, wantText)), 'content-type': 'application/json' },
+      headers: {
+        authorization: basicAuth(user.userId, signatureHex(stranger, wantText)),
+        'content-type': 'application/json',
+      },
       body,
     });
     assert.equal(wrongKey.status, 403);
 
     // An unknown user, and a header that is not Basic.
     const unknown = await server.request('POST', '/v1/engram.php', {
-      headers: { authorization: basicAuth(stranger.userId, signatureHex(stranger, wantText)), 'content-type': 'application/json' },
+      headers: {
+        authorization: basicAuth(stranger.userId, signatureHex(stranger, wantText)),
+        'content-type': 'application/json',
+      },
       body,
     });
     assert.equal(unknown.status, 403);
-    const bearer = await server.request('POST', '/v1/engram.php', { headers: { authorization: 'Bearer abc', 'content-type': 'application/json' }, body });
+    const bearer = await server.request('POST', '/v1/engram.php', {
+      headers: { authorization: 'Bearer abc', 'content-type': 'application/json' },
+      body,
+    });
     assert.equal(bearer.status, 403);
     await assertAbsent(server, input.path);
   });
@@ -471,7 +504,11 @@ describe('rules for writing engrams', () => {
     const bob = await ownerWithMod(server);
     const original = await publish(server, alice.user, engramFor(alice.modId));
 
-    const taken = await post(server, bob.user, engramFor(bob.modId, { path: original.path.toUpperCase(), label: 'Stolen' }));
+    const taken = await post(
+      server,
+      bob.user,
+      engramFor(bob.modId, { path: original.path.toUpperCase(), label: 'Stolen' }),
+    );
     assert.equal(taken.status, 400, taken.text);
     assert.equal(taken.body.code, 'badRequest');
     assert.equal(taken.body.details.path, original.path.toUpperCase());
@@ -543,7 +580,11 @@ describe('rules for writing engrams', () => {
   test('an invalid field of an array element is 400 naming the field and the element index', async () => {
     const { server } = context;
     const { user, modId } = await ownerWithMod(server);
-    const reply = await post(server, user, [engramFor(modId), engramFor(modId), engramFor(modId, { availability: 99 })]);
+    const reply = await post(server, user, [
+      engramFor(modId),
+      engramFor(modId),
+      engramFor(modId, { availability: 99 }),
+    ]);
     assert.equal(reply.status, 400);
     assert.equal(reply.body.details.field, 'availability');
     assert.equal(reply.body.details.index, 2);
@@ -597,7 +638,11 @@ describe('rules for writing engrams', () => {
     const { server } = context;
     const { user, modId } = await ownerWithMod(server);
     const first = engramFor(modId);
-    const reply = await post(server, user, [engramFor(modId), first, { ...first, path: first.path.toLowerCase(), label: 'Again' }]);
+    const reply = await post(server, user, [
+      engramFor(modId),
+      first,
+      { ...first, path: first.path.toLowerCase(), label: 'Again' },
+    ]);
     assert.equal(reply.status, 400, reply.text);
     assert.equal(reply.body.details.index, 2);
     assert.deepEqual(await listOfMod(server, modId), []);
@@ -613,7 +658,15 @@ describe('rules for writing engrams', () => {
     const attempts: Array<[string, number, EngramInput]> = [
       ["another user's mod", 403, engramFor(bob.modId)],
       ['a path held by another mod', 400, engramFor(alice.modId, { path: held.path })],
-      ['a missing required key', 400, (() => { const e: Partial<EngramInput> = engramFor(alice.modId); delete e.label; return e as EngramInput; })()],
+      [
+        'a missing required key',
+        400,
+        (() => {
+          const e: Partial<EngramInput> = engramFor(alice.modId);
+          delete e.label;
+          return e as EngramInput;
+        })(),
+      ],
     ];
     for (const [name, status, bad] of attempts) {
       const good = [engramFor(alice.modId), engramFor(alice.modId)];
@@ -631,7 +684,13 @@ describe('rules for writing engrams', () => {
   test('at most 5,000 engrams per POST, and a body over 1 MiB is 413; neither writes anything', async () => {
     const { server } = context;
     const { user, modId } = await ownerWithMod(server);
-    const tooMany = Array.from({ length: 5_001 }, (_, i) => ({ path: `/G/${i}.P${i}`, label: 'x', mod_id: Number(modId), availability: 1, can_blueprint: true }));
+    const tooMany = Array.from({ length: 5_001 }, (_, i) => ({
+      path: `/G/${i}.P${i}`,
+      label: 'x',
+      mod_id: Number(modId),
+      availability: 1,
+      can_blueprint: true,
+    }));
     const many = await post(server, user, tooMany);
     assert.equal(many.status, 400, many.text);
     assert.match(many.body.message, /5,?000/);
@@ -674,7 +733,11 @@ describe('rules for writing engrams', () => {
   test('two array updates of the same engrams in opposite orders both succeed', async () => {
     const { server } = context;
     const { user, modId } = await ownerWithMod(server);
-    const engrams: Array<{ path: string }> = await publish(server, user, Array.from({ length: 20 }, () => engramFor(modId)));
+    const engrams: Array<{ path: string }> = await publish(
+      server,
+      user,
+      Array.from({ length: 20 }, () => engramFor(modId)),
+    );
     for (let round = 0; round < 3; round++) {
       const forward = engrams.map((engram) => ({ path: engram.path, label: `Forward ${round}` }));
       const backward = [...engrams].reverse().map((engram) => ({ path: engram.path, label: `Backward ${round}` }));
@@ -709,7 +772,10 @@ describe('updating engrams', () => {
     const original = await publish(server, user, engramFor(modId, { availability: 6, can_blueprint: false }));
     const labelOnly = await publish(server, user, { path: original.path, label: 'Only the label' } as EngramInput);
     assert.deepEqual(labelOnly, { ...original, label: 'Only the label' });
-    const availabilityOnly = await publish(server, user, { path: original.path, availability: 16 } as unknown as EngramInput);
+    const availabilityOnly = await publish(server, user, {
+      path: original.path,
+      availability: 16,
+    } as unknown as EngramInput);
     assert.deepEqual(availabilityOnly, { ...original, label: 'Only the label', environments: ['Abberation'] });
     const blueprintOnly = await publish(server, user, { path: original.path, can_blueprint: true } as EngramInput);
     assert.deepEqual(blueprintOnly, { ...availabilityOnly, can_blueprint: true });
@@ -745,16 +811,25 @@ describe('updating engrams', () => {
     assert.equal(body[1].path, fresh.path);
     const listed = await listOfMod(server, modId);
     assert.equal(listed.length, 3);
-    assert.deepEqual(listed.find((e: { uid: string }) => e.uid === first.uid), first);
+    assert.deepEqual(
+      listed.find((e: { uid: string }) => e.uid === first.uid),
+      first,
+    );
   });
 
   test('a large array mixing new and existing engrams is answered as stored, in the order sent', async () => {
     const { server } = context;
     const { user, modId } = await ownerWithMod(server);
     // Past the store's look-up (500) and insert (100) chunks: every third element exists already.
-    const existing = await publish(server, user, Array.from({ length: 200 }, () => engramFor(modId)));
+    const existing = await publish(
+      server,
+      user,
+      Array.from({ length: 200 }, () => engramFor(modId)),
+    );
     const inputs: EngramInput[] = Array.from({ length: 600 }, (_, n) =>
-      n % 3 === 0 ? ({ path: existing[n / 3].path, label: `Renamed ${n}` } as EngramInput) : engramFor(modId, { availability: n % 32 }),
+      n % 3 === 0
+        ? ({ path: existing[n / 3].path, label: `Renamed ${n}` } as EngramInput)
+        : engramFor(modId, { availability: n % 32 }),
     );
     const body = await publish(server, user, inputs);
     assert.deepEqual(
@@ -772,7 +847,12 @@ describe('updating engrams', () => {
     const { server } = context;
     const { user, modId } = await ownerWithMod(server);
     const original = await publish(server, user, engramFor(modId));
-    for (const change of [{ label: '' }, { availability: 64 }, { can_blueprint: 'no' }, { environments: ['Nowhere'] }]) {
+    for (const change of [
+      { label: '' },
+      { availability: 64 },
+      { can_blueprint: 'no' },
+      { environments: ['Nowhere'] },
+    ]) {
       const reply = await post(server, user, { path: original.path, ...change });
       assert.equal(reply.status, 400, JSON.stringify(change));
     }
@@ -790,7 +870,13 @@ describe('updating engrams', () => {
     assert.deepEqual(await listOfMod(server, modId), [original]);
 
     assert.equal((await signed(server, user, 'DELETE', `/v1/engram.php/${original.uid}`)).status, 200);
-    const republished = await publish(server, user, { path: original.path, label: original.label, mod_id: other.mod_id, availability: 31, can_blueprint: true });
+    const republished = await publish(server, user, {
+      path: original.path,
+      label: original.label,
+      mod_id: other.mod_id,
+      availability: 31,
+      can_blueprint: true,
+    });
     assert.equal(republished.uid, original.uid);
     assert.equal(republished.mod_id, Number(other.mod_id));
     assert.deepEqual(await listOfMod(server, modId), []);
@@ -803,9 +889,17 @@ describe('updating engrams', () => {
     const original = await publish(server, alice.user, engramFor(alice.modId));
     const withoutMod = await post(server, bob.user, { path: original.path, label: 'Hijacked' });
     assert.equal(withoutMod.status, 400, withoutMod.text);
-    const withMod = await post(server, bob.user, { path: original.path, label: 'Hijacked', mod_id: Number(alice.modId) });
+    const withMod = await post(server, bob.user, {
+      path: original.path,
+      label: 'Hijacked',
+      mod_id: Number(alice.modId),
+    });
     assert.equal(withMod.status, 403, withMod.text);
-    const withOwnMod = await post(server, bob.user, { path: original.path, label: 'Hijacked', mod_id: Number(bob.modId) });
+    const withOwnMod = await post(server, bob.user, {
+      path: original.path,
+      label: 'Hijacked',
+      mod_id: Number(bob.modId),
+    });
     assert.equal(withOwnMod.status, 400, withOwnMod.text);
     assert.deepEqual((await server.request('GET', `/v1/engram.php/${original.uid}`)).body, original);
   });
@@ -868,7 +962,12 @@ describe('deleting engrams', () => {
   test('deleting a comma-separated list in the path removes each, uids and classes alike', async () => {
     const { server } = context;
     const { user, modId } = await ownerWithMod(server);
-    const [a, b, c, kept] = await publish(server, user, [engramFor(modId), engramFor(modId), engramFor(modId), engramFor(modId)]);
+    const [a, b, c, kept] = await publish(server, user, [
+      engramFor(modId),
+      engramFor(modId),
+      engramFor(modId),
+      engramFor(modId),
+    ]);
     const reply = await signed(server, user, 'DELETE', `/v1/engram.php/${a.uid},${b.class},${c.uid}`);
     assert.equal(reply.status, 200, reply.text);
     assert.deepEqual(reply.body.deleted.sort(), [a.uid, b.uid, c.uid].sort());
@@ -878,7 +977,12 @@ describe('deleting engrams', () => {
   test('deleting with a text/plain body of comma-separated identifiers, or of a single one', async () => {
     const { server } = context;
     const { user, modId } = await ownerWithMod(server);
-    const [a, b, c, kept] = await publish(server, user, [engramFor(modId), engramFor(modId), engramFor(modId), engramFor(modId)]);
+    const [a, b, c, kept] = await publish(server, user, [
+      engramFor(modId),
+      engramFor(modId),
+      engramFor(modId),
+      engramFor(modId),
+    ]);
     const list = await signed(server, user, 'DELETE', '/v1/engram.php', `${a.uid}, ${b.class}\n`, 'text/plain');
     assert.equal(list.status, 200, list.text);
     assert.deepEqual(list.body.deleted.sort(), [a.uid, b.uid].sort());
@@ -892,7 +996,12 @@ describe('deleting engrams', () => {
     const { server } = context;
     const { user, modId } = await ownerWithMod(server);
     const engram = await publish(server, user, engramFor(modId));
-    for (const [body, type] of [[engram.uid, 'application/json'], [JSON.stringify([engram.uid]), 'application/json'], ['', 'text/plain'], [' , ', 'text/plain']]) {
+    for (const [body, type] of [
+      [engram.uid, 'application/json'],
+      [JSON.stringify([engram.uid]), 'application/json'],
+      ['', 'text/plain'],
+      [' , ', 'text/plain'],
+    ]) {
       const reply = await signed(server, user, 'DELETE', '/v1/engram.php', body, type);
       assert.equal(reply.status, 400, `${type} ${JSON.stringify(body)}: ${reply.text}`);
       assert.equal(reply.body.code, 'badRequest');
@@ -906,7 +1015,11 @@ describe('deleting engrams', () => {
     const bob = await ownerWithMod(server);
     const hers = await publish(server, alice.user, engramFor(alice.modId));
     const his = await publish(server, bob.user, engramFor(bob.modId));
-    for (const path of [`/v1/engram.php/${hers.uid}`, `/v1/engram.php/${hers.class}`, `/v1/engram.php/${his.uid},${hers.uid}`]) {
+    for (const path of [
+      `/v1/engram.php/${hers.uid}`,
+      `/v1/engram.php/${hers.class}`,
+      `/v1/engram.php/${his.uid},${hers.uid}`,
+    ]) {
       const reply = await signed(server, bob.user, 'DELETE', path);
       assert.equal(reply.status, 403, `${path}: ${reply.text}`);
       assert.equal(reply.body.code, 'forbidden');
@@ -954,12 +1067,16 @@ describe('deleting engrams', () => {
     const engram = await publish(server, user, engramFor(modId));
     const path = `/v1/engram.php/${engram.uid}`;
     const wrongPath = await server.request('DELETE', path, {
-      headers: { authorization: basicAuth(user.userId, signatureHex(user, textToSign('DELETE', '/v1/engram.php/other', ''))) },
+      headers: {
+        authorization: basicAuth(user.userId, signatureHex(user, textToSign('DELETE', '/v1/engram.php/other', ''))),
+      },
     });
     assert.equal(wrongPath.status, 403);
     assert.equal(wrongPath.body.details, textToSign('DELETE', path, ''));
     // A GET signature does not authorise a DELETE of the same path.
-    const wrongMethod = await server.request('DELETE', path, { headers: { authorization: basicAuth(user.userId, signatureHex(user, textToSign('GET', path))) } });
+    const wrongMethod = await server.request('DELETE', path, {
+      headers: { authorization: basicAuth(user.userId, signatureHex(user, textToSign('GET', path))) },
+    });
     assert.equal(wrongMethod.status, 403);
     assert.deepEqual(await listOfMod(server, modId), [engram]);
   });
@@ -985,7 +1102,8 @@ describe('deleting engrams', () => {
     const doomed = await publish(server, user, [engramFor(modId), engramFor(modId), engramFor(modId)]);
     const kept = await publish(server, user, engramFor(other.mod_id));
     assert.equal((await signed(server, user, 'DELETE', `/v1/mod.php/${modId}`)).status, 200);
-    for (const engram of doomed) assert.equal((await server.request('GET', `/v1/engram.php/${engram.uid}`)).status, 404);
+    for (const engram of doomed)
+      assert.equal((await server.request('GET', `/v1/engram.php/${engram.uid}`)).status, 404);
     assert.deepEqual(await listOfMod(server, modId), []);
     assert.deepEqual(await listOfMod(server, other.mod_id), [kept]);
     // The paths are free again.
@@ -1039,7 +1157,11 @@ describe('listing a mod with 10,000 engrams', () => {
     const byUid = new Map(listed.map((engram) => [engram.uid, engram]));
     for (const i of [0, 1, 31, 32, 999, 1000, 1001, 4999, 5000, 7777, 9998, 9999]) {
       const input = inputs[i]!;
-      assert.deepEqual(byUid.get(md5(input.path.toLowerCase())), expected(input, namesOf(i % 32), i % 3 !== 0, modName), `engram ${i}`);
+      assert.deepEqual(
+        byUid.get(md5(input.path.toLowerCase())),
+        expected(input, namesOf(i % 32), i % 3 !== 0, modName),
+        `engram ${i}`,
+      );
     }
 
     // The unfiltered list holds these and the neighbour's, each once.

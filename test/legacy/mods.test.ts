@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import type { TestUser } from '../helpers/keys.ts';
-import { startServer, TEST_HOST, type Reply, type TestServer } from '../helpers/server.ts';
-import { confirmedMod, publishMod, registerUser as createUser, signed as signedWith } from '../helpers/v1.ts';
+import { type Reply, startServer, TEST_HOST, type TestServer } from '../helpers/server.ts';
+import { confirmedMod, registerUser as createUser, publishMod, signed as signedWith } from '../helpers/v1.ts';
 import { FakeWorkshop } from '../helpers/workshop.ts';
 
 let server: TestServer;
@@ -33,7 +33,12 @@ beforeEach(async () => {
 
 describe('registering mods', () => {
   test('every method needs a signature', async () => {
-    for (const [method, path] of [['GET', '/v1/mod.php'], ['GET', '/v1/mod.php/1'], ['POST', '/v1/mod.php'], ['DELETE', '/v1/mod.php/1']]) {
+    for (const [method, path] of [
+      ['GET', '/v1/mod.php'],
+      ['GET', '/v1/mod.php/1'],
+      ['POST', '/v1/mod.php'],
+      ['DELETE', '/v1/mod.php/1'],
+    ]) {
       const reply = await server.request(method!, path!);
       assert.equal(reply.status, 401, `${method} ${path}`);
     }
@@ -41,7 +46,11 @@ describe('registering mods', () => {
 
   test('registers a mod with every field of the Mod structure', async () => {
     const modId = newMod({ name: 'Super Structures & Co' });
-    const reply = await signed(alice, 'POST', '/v1/mod.php', { mod_id: modId, name: 'ignored', pull_url: 'https://example.com/engrams.json' });
+    const reply = await signed(alice, 'POST', '/v1/mod.php', {
+      mod_id: modId,
+      name: 'ignored',
+      pull_url: 'https://example.com/engrams.json',
+    });
     assert.equal(reply.status, 200, reply.text);
     const base = `https://${TEST_HOST}`;
     assert.match(reply.body.confirmation_code, /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
@@ -71,7 +80,10 @@ describe('registering mods', () => {
     const other = newMod();
     const ok = await signed(alice, 'POST', '/v1/mod.php', [{ mod_id: good }, { mod_id: Number(other) }]);
     assert.equal(ok.status, 200, ok.text);
-    assert.deepEqual(ok.body.map((mod: { mod_id: string }) => mod.mod_id), [good, other]);
+    assert.deepEqual(
+      ok.body.map((mod: { mod_id: string }) => mod.mod_id),
+      [good, other],
+    );
   });
 
   test('a mod of another game, or no workshop page, is not found (400)', async () => {
@@ -173,7 +185,9 @@ describe('two users and confirmation', () => {
     assert.equal(winners.length, 1, replies.map((r) => `${r.status} ${r.text}`).join('\n'));
     const loser = replies.find((reply) => reply.status !== 200)!;
     assert.ok([400, 404].includes(loser.status), loser.text);
-    const holders = [await signed(alice, 'GET', '/v1/mod.php'), await signed(bob, 'GET', '/v1/mod.php')].map((r) => r.body.length);
+    const holders = [await signed(alice, 'GET', '/v1/mod.php'), await signed(bob, 'GET', '/v1/mod.php')].map(
+      (r) => r.body.length,
+    );
     assert.deepEqual(holders.sort(), [0, 1]);
   });
 
@@ -204,7 +218,10 @@ describe('reading and deleting mods', () => {
     await signed(alice, 'POST', '/v1/mod.php', [{ mod_id: m1 }, { mod_id: m2 }]);
     assert.equal((await signed(alice, 'GET', `/v1/mod.php/${m1}`)).body.mod_id, m1);
     const both = await signed(alice, 'GET', `/v1/mod.php/${m1},${m2},424242`);
-    assert.deepEqual(both.body.map((m: { mod_id: string }) => m.mod_id), [m1, m2]);
+    assert.deepEqual(
+      both.body.map((m: { mod_id: string }) => m.mod_id),
+      [m1, m2],
+    );
     assert.equal((await signed(alice, 'GET', '/v1/mod.php/424242,434343')).status, 404);
     assert.equal((await signed(bob, 'GET', `/v1/mod.php/${m1}`)).status, 404);
   });
@@ -234,7 +251,13 @@ describe('reading and deleting mods', () => {
   test('deleting a mod deletes its engrams; deleting the user deletes mods and engrams', async () => {
     const modId = newMod();
     await confirmed(alice, modId);
-    const engram = { path: `/Game/Mods/${modId}/PrimalItem_Thing.PrimalItem_Thing`, label: 'Thing', mod_id: Number(modId), availability: 1, can_blueprint: true };
+    const engram = {
+      path: `/Game/Mods/${modId}/PrimalItem_Thing.PrimalItem_Thing`,
+      label: 'Thing',
+      mod_id: Number(modId),
+      availability: 1,
+      can_blueprint: true,
+    };
     const saved = await signed(alice, 'POST', '/v1/engram.php', engram);
     assert.equal(saved.status, 200, saved.text);
     assert.equal((await server.request('GET', `/v1/engram.php/${saved.body.uid}`)).status, 200);
@@ -257,7 +280,13 @@ describe('spawn code page', () => {
     const modId = newMod({ name: 'Dino <Storage>' });
     const mod = await confirmed(alice, modId);
     const path = `/Game/Mods/${modId}/PrimalItem_Box.PrimalItem_Box`;
-    const saved = await signed(alice, 'POST', '/v1/engram.php', { path, label: 'Box <b>big</b>', mod_id: modId, availability: 3, can_blueprint: true });
+    const saved = await signed(alice, 'POST', '/v1/engram.php', {
+      path,
+      label: 'Box <b>big</b>',
+      mod_id: modId,
+      availability: 3,
+      can_blueprint: true,
+    });
     assert.equal(saved.status, 200, saved.text);
     const page = await server.request('GET', new URL(mod.spawncodes_url).pathname + new URL(mod.spawncodes_url).search);
     assert.equal(page.status, 200);

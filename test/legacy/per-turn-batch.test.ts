@@ -5,8 +5,8 @@
  * own batch, and a failure reaches every caller of it.
  */
 import assert from 'node:assert/strict';
-import { setImmediate as nextTurn } from 'node:timers/promises';
 import { describe, test } from 'node:test';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { batchPerTurn } from '../../src/legacy/documents/per-turn-batch.ts';
 
 describe('batchPerTurn', () => {
@@ -24,10 +24,10 @@ describe('batchPerTurn', () => {
       ['a', 3],
       ['b', 1],
     ]);
-    assert.deepEqual(answers, [3, 1, 3, 3], 'each call is answered after its batch ran, with that batch\'s answer');
+    assert.deepEqual(answers, [3, 1, 3, 3], "each call is answered after its batch ran, with that batch's answer");
   });
 
-  test('calls made while their key\'s batch runs wait for it, then run as one batch', async () => {
+  test("calls made while their key's batch runs wait for it, then run as one batch", async () => {
     const counts: number[] = [];
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));

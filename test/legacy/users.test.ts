@@ -11,7 +11,9 @@ before(async () => {
 after(() => server.close());
 
 async function register(user: TestUser) {
-  const reply = await server.request('POST', '/v1/user.php', { body: { user_id: user.userId, public_key: user.publicPem } });
+  const reply = await server.request('POST', '/v1/user.php', {
+    body: { user_id: user.userId, public_key: user.publicPem },
+  });
   assert.equal(reply.status, 200, reply.text);
   return reply;
 }
@@ -34,7 +36,9 @@ describe('POST /v1/user.php', () => {
 
   test('rejects a path id that differs from the body', async () => {
     const user = newUser();
-    const reply = await server.request('POST', `/v1/user.php/${randomUUID()}`, { body: { user_id: user.userId, public_key: user.publicPem } });
+    const reply = await server.request('POST', `/v1/user.php/${randomUUID()}`, {
+      body: { user_id: user.userId, public_key: user.publicPem },
+    });
     assert.equal(reply.status, 400);
     assert.equal(reply.body.code, 'badRequest');
   });
@@ -58,9 +62,14 @@ describe('POST /v1/user.php', () => {
     const ed = generateKeyPairSync('ed25519').publicKey;
     for (const [input, expected] of [
       [rsa.export({ type: 'pkcs1', format: 'pem' }).toString(), rsa.export({ type: 'spki', format: 'pem' }).toString()],
-      [ed.export({ type: 'spki', format: 'der' }).toString('hex'), ed.export({ type: 'spki', format: 'pem' }).toString()],
+      [
+        ed.export({ type: 'spki', format: 'der' }).toString('hex'),
+        ed.export({ type: 'spki', format: 'pem' }).toString(),
+      ],
     ]) {
-      const reply = await server.request('POST', '/v1/user.php', { body: { user_id: randomUUID(), public_key: input } });
+      const reply = await server.request('POST', '/v1/user.php', {
+        body: { user_id: randomUUID(), public_key: input },
+      });
       assert.equal(reply.status, 200, reply.text);
       assert.equal(reply.body.public_key, expected);
     }
@@ -68,15 +77,23 @@ describe('POST /v1/user.php', () => {
 
   test('creates an array of users all at once, answering an array', async () => {
     const users = [newUser(), newUser('ed25519')];
-    const reply = await server.request('POST', '/v1/user.php', { body: users.map((u) => ({ user_id: u.userId, public_key: u.publicPem })) });
+    const reply = await server.request('POST', '/v1/user.php', {
+      body: users.map((u) => ({ user_id: u.userId, public_key: u.publicPem })),
+    });
     assert.equal(reply.status, 200, reply.text);
-    assert.deepEqual(reply.body.map((u: { user_id: string }) => u.user_id), users.map((u) => u.userId));
+    assert.deepEqual(
+      reply.body.map((u: { user_id: string }) => u.user_id),
+      users.map((u) => u.userId),
+    );
   });
 
   test('an array with one bad element creates nothing', async () => {
     const good = newUser();
     const reply = await server.request('POST', '/v1/user.php', {
-      body: [{ user_id: good.userId, public_key: good.publicPem }, { user_id: randomUUID(), public_key: 'not a key' }],
+      body: [
+        { user_id: good.userId, public_key: good.publicPem },
+        { user_id: randomUUID(), public_key: 'not a key' },
+      ],
     });
     assert.equal(reply.status, 400);
     assert.match(reply.body.message, /item 1/);
@@ -88,7 +105,10 @@ describe('POST /v1/user.php', () => {
     await register(existing);
     const fresh = newUser();
     const reply = await server.request('POST', '/v1/user.php', {
-      body: [{ user_id: fresh.userId, public_key: fresh.publicPem }, { user_id: existing.userId, public_key: existing.publicPem }],
+      body: [
+        { user_id: fresh.userId, public_key: fresh.publicPem },
+        { user_id: existing.userId, public_key: existing.publicPem },
+      ],
     });
     assert.equal(reply.status, 400);
     assert.equal(reply.body.details.user_id, existing.userId);
@@ -98,7 +118,9 @@ describe('POST /v1/user.php', () => {
   test('an existing user is 400', async () => {
     const user = newUser();
     await register(user);
-    const again = await server.request('POST', '/v1/user.php', { body: { user_id: user.userId.toUpperCase(), public_key: user.publicPem } });
+    const again = await server.request('POST', '/v1/user.php', {
+      body: { user_id: user.userId.toUpperCase(), public_key: user.publicPem },
+    });
     assert.equal(again.status, 400);
     assert.match(again.body.message, /already exists/);
   });
@@ -112,8 +134,16 @@ describe('POST /v1/user.php', () => {
     ['an empty array', '[]', { 'content-type': 'application/json' }],
     ['a bad UUID', JSON.stringify({ user_id: 'nope', public_key: 'x' }), { 'content-type': 'application/json' }],
     ['no public key', JSON.stringify({ user_id: randomUUID() }), { 'content-type': 'application/json' }],
-    ['a garbage key', JSON.stringify({ user_id: randomUUID(), public_key: 'abcd' }), { 'content-type': 'application/json' }],
-    ['a prototype-polluting body', `{"user_id":"${randomUUID()}","__proto__":{"x":1}}`, { 'content-type': 'application/json' }],
+    [
+      'a garbage key',
+      JSON.stringify({ user_id: randomUUID(), public_key: 'abcd' }),
+      { 'content-type': 'application/json' },
+    ],
+    [
+      'a prototype-polluting body',
+      `{"user_id":"${randomUUID()}","__proto__":{"x":1}}`,
+      { 'content-type': 'application/json' },
+    ],
   ] as const) {
     test(`${name} is 400 in the error shape`, async () => {
       const reply = await server.request('POST', '/v1/user.php', { body, headers: { ...headers } });
@@ -126,7 +156,9 @@ describe('POST /v1/user.php', () => {
   test('concurrent POSTs of the same user id create exactly one user', async () => {
     const user = newUser();
     const replies = await Promise.all(
-      Array.from({ length: 20 }, () => server.request('POST', '/v1/user.php', { body: { user_id: user.userId, public_key: user.publicPem } })),
+      Array.from({ length: 20 }, () =>
+        server.request('POST', '/v1/user.php', { body: { user_id: user.userId, public_key: user.publicPem } }),
+      ),
     );
     const statuses = replies.map((r) => r.status).sort();
     assert.equal(statuses.filter((s) => s === 200).length, 1, statuses.join(','));

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { MAIL_KINDS, type MailData, type MailKind } from '../../src/mail/kinds.ts';
-import { codeIn, downUrl, startMailbox, verifyLinkIn, type Mailbox } from '../helpers/mail.ts';
+import { codeIn, downUrl, type Mailbox, startMailbox, verifyLinkIn } from '../helpers/mail.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 
 const METRICS_TOKEN = 'mail-metrics-token';
@@ -14,7 +14,9 @@ const METRICS_TOKEN = 'mail-metrics-token';
 async function mailCount(server: TestServer, kind: string, outcome: string): Promise<number> {
   const reply = await server.request('GET', '/metrics', { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
   assert.equal(reply.status, 200);
-  const line = reply.text.split('\n').find((l) => l.startsWith(`mail_messages_total{kind="${kind}",outcome="${outcome}"}`));
+  const line = reply.text
+    .split('\n')
+    .find((l) => l.startsWith(`mail_messages_total{kind="${kind}",outcome="${outcome}"}`));
   return line ? Number(line.split(' ').pop()) : 0;
 }
 
@@ -23,7 +25,10 @@ describe('through a real SMTP server', () => {
   let server: TestServer;
   before(async () => {
     mailbox = await startMailbox();
-    server = await startServer({ env: { SMTP_URL: mailbox.url, MAIL_FROM: 'Content Service <accounts@test.example>', METRICS_TOKEN }, mail: { retryDelaysMs: [0, 0] } });
+    server = await startServer({
+      env: { SMTP_URL: mailbox.url, MAIL_FROM: 'Content Service <accounts@test.example>', METRICS_TOKEN },
+      mail: { retryDelaysMs: [0, 0] },
+    });
   });
   after(async () => {
     await server.close();
@@ -107,7 +112,16 @@ describe('through a real SMTP server', () => {
 
   test('CR, LF, NUL, several recipients or a display name in the address: refused, nothing sent', async () => {
     const before = mailbox.received.length;
-    for (const to of ['a@example.com\r\nBcc: victim@example.com', 'a@example.com\nX-Evil: 1', 'a@example.com\u0000', 'a@example.com, b@example.com', 'A <a@example.com>', 'a@example.com;b@example.com', '', 'no-at-sign']) {
+    for (const to of [
+      'a@example.com\r\nBcc: victim@example.com',
+      'a@example.com\nX-Evil: 1',
+      'a@example.com\u0000',
+      'a@example.com, b@example.com',
+      'A <a@example.com>',
+      'a@example.com;b@example.com',
+      '',
+      'no-at-sign',
+    ]) {
       const result = await server.app.mail.send('welcome', to, { username: 'x', accountLink: `${base}/account` });
       assert.deepEqual(result, { outcome: 'failed', reason: 'invalid_address', attempts: 0 }, JSON.stringify(to));
     }
@@ -138,11 +152,16 @@ describe('with SMTP_URL unset', () => {
   after(() => server.close());
 
   test('the start-up log warns that no mail is sent', () => {
-    assert.ok(server.logs.some((line) => JSON.parse(line).level === 40 && line.includes('SMTP_URL is unset: no mail is sent')));
+    assert.ok(
+      server.logs.some((line) => JSON.parse(line).level === 40 && line.includes('SMTP_URL is unset: no mail is sent')),
+    );
   });
 
   test('every message is one JSON log line "mail":{"to","subject","text"}', async () => {
-    const result = await server.app.mail.send('sign-up-code', 'logged@example.com', { code: '123456', link: 'https://api.test.example/account/verify?token=abc' });
+    const result = await server.app.mail.send('sign-up-code', 'logged@example.com', {
+      code: '123456',
+      link: 'https://api.test.example/account/verify?token=abc',
+    });
     assert.equal(result.outcome, 'sent');
     const lines = server.logs.filter((line) => line.includes('logged@example.com'));
     assert.equal(lines.length, 1);
@@ -164,7 +183,10 @@ describe('with the SMTP server down', () => {
 
   test('a send fails after three tries within a couple of seconds, without throwing, and is logged', async () => {
     const started = Date.now();
-    const result = await server.app.mail.send('password-reset-code', 'down@example.com', { code: '000111', link: 'https://api.test.example/account/verify?token=t' });
+    const result = await server.app.mail.send('password-reset-code', 'down@example.com', {
+      code: '000111',
+      link: 'https://api.test.example/account/verify?token=t',
+    });
     const took = Date.now() - started;
     assert.deepEqual(result, { outcome: 'failed', reason: 'undelivered', attempts: 3 });
     assert.ok(took >= 1000 && took < 5000, `backed off 0.2 s then 0.8 s (took ${took} ms)`);

@@ -8,8 +8,17 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { FormClient, REDIRECT_URI, authorize, newAccount, newApp, pkcePair, tokenRequest, tokensThroughPages } from '../helpers/oauth.ts';
-import { TEST_HOST, startServer, type Reply, type TestServer } from '../helpers/server.ts';
+import {
+  authorize,
+  FormClient,
+  newAccount,
+  newApp,
+  pkcePair,
+  REDIRECT_URI,
+  tokenRequest,
+  tokensThroughPages,
+} from '../helpers/oauth.ts';
+import { type Reply, startServer, TEST_HOST, type TestServer } from '../helpers/server.ts';
 
 let server: TestServer;
 let app: { clientId: string };
@@ -34,7 +43,8 @@ function query(changes: Record<string, string | undefined> = {}) {
   return search.toString();
 }
 
-const start = (changes: Record<string, string | undefined> = {}) => server.request('GET', `/v4/login?${query(changes)}`);
+const start = (changes: Record<string, string | undefined> = {}) =>
+  server.request('GET', `/v4/login?${query(changes)}`);
 
 /** A 400 JSON OAuth error that does not send the browser anywhere. */
 function assertJsonError(reply: Reply, error: string) {
@@ -143,12 +153,20 @@ describe('GET /v4/login', () => {
 
     test("another application's redirect URI is refused", async () => {
       const other = await newApp(server, { redirectUris: ['http://127.0.0.1:9/other-app'] });
-      assert.equal((await start({ client_id: other.clientId, redirect_uri: 'http://127.0.0.1:9/other-app' })).status, 302);
+      assert.equal(
+        (await start({ client_id: other.clientId, redirect_uri: 'http://127.0.0.1:9/other-app' })).status,
+        302,
+      );
       assertJsonError(await start({ redirect_uri: 'http://127.0.0.1:9/other-app' }), 'invalid_request');
     });
 
     test('with an unregistered redirect_uri, later errors are 400 JSON too: the browser is never sent there', async () => {
-      const reply = await start({ redirect_uri: 'https://attacker.example/cb', response_type: 'token', code_challenge: undefined, scope: 'monitor:write' });
+      const reply = await start({
+        redirect_uri: 'https://attacker.example/cb',
+        response_type: 'token',
+        code_challenge: undefined,
+        scope: 'monitor:write',
+      });
       assertJsonError(reply, 'invalid_request');
     });
   });
@@ -217,7 +235,12 @@ describe('GET /v4/login', () => {
     test('a registered redirect URI with a query keeps it, and gets error and state added', async () => {
       const withQuery = 'http://127.0.0.1:9/cb?tenant=7';
       const client = await newApp(server, { redirectUris: [withQuery] });
-      const location = assertErrorRedirect(await start({ client_id: client.clientId, redirect_uri: withQuery, code_challenge_method: 'plain' }), 'invalid_request', 'xyz-state', withQuery);
+      const location = assertErrorRedirect(
+        await start({ client_id: client.clientId, redirect_uri: withQuery, code_challenge_method: 'plain' }),
+        'invalid_request',
+        'xyz-state',
+        withQuery,
+      );
       assert.equal(location.searchParams.get('tenant'), '7');
     });
 
@@ -252,7 +275,10 @@ describe('GET /v4/login', () => {
       const reply = await server.request('GET', `/v4/login?${query()}&no_redirect=true`);
       const page = new URL(reply.body.login_url).pathname;
       const form = await browser.fetch(page);
-      assert.equal((await browser.submitOn(form.text, { username: account.username, password: account.password })).status, 303);
+      assert.equal(
+        (await browser.submitOn(form.text, { username: account.username, password: account.password })).status,
+        303,
+      );
       const consent = await browser.fetch(page);
       assert.match(consent.text, /name="decision" value="approve"/);
       assert.match(consent.text, /Use common features/);
@@ -263,7 +289,12 @@ describe('GET /v4/login', () => {
 
   describe('the decision at consent', () => {
     test('approve redirects to redirect_uri with a code, the state and the issuer', async () => {
-      const back = await authorize(server, { clientId: app.clientId, challenge: CHALLENGE, username: account.username, password: account.password });
+      const back = await authorize(server, {
+        clientId: app.clientId,
+        challenge: CHALLENGE,
+        username: account.username,
+        password: account.password,
+      });
       assert.equal(back.origin + back.pathname, REDIRECT_URI);
       assert.match(back.searchParams.get('code')!, /^[A-Za-z0-9_-]{43}$/);
       assert.equal(back.searchParams.get('state'), 'st4te');
@@ -276,7 +307,10 @@ describe('GET /v4/login', () => {
       const reply = await server.request('GET', `/v4/login?${query({ state: 'deny-state' })}&no_redirect=true`);
       const page = new URL(reply.body.login_url).pathname;
       const form = await browser.fetch(page);
-      assert.equal((await browser.submitOn(form.text, { username: account.username, password: account.password })).status, 303);
+      assert.equal(
+        (await browser.submitOn(form.text, { username: account.username, password: account.password })).status,
+        303,
+      );
       const consent = await browser.fetch(page);
       const denied = await browser.submitOn(consent.text, { decision: 'deny' }, /consent$/);
       assert.equal(denied.status, 302, denied.text);

@@ -40,14 +40,22 @@ describe('backup codes', () => {
   });
 
   const db = () => server.app.database.db;
-  const storedHashes = async (userId: string) => (await db().selectFrom('backup_codes').select('code_hash').where('user_id', '=', userId).execute()).map((r) => r.code_hash);
+  const storedHashes = async (userId: string) =>
+    (await db().selectFrom('backup_codes').select('code_hash').where('user_id', '=', userId).execute()).map(
+      (r) => r.code_hash,
+    );
 
   /** A browser signed in to /account of a new account without two-step. */
   async function signedInAccount(ip: Record<string, string>) {
     const account = await newAccount(server);
     const browser = new FormClient(server);
     const page = await browser.fetch('/account/sign-in', { headers: ip });
-    const signedIn = await browser.submitOn(page.text, { username: account.username, password: account.password }, undefined, ip);
+    const signedIn = await browser.submitOn(
+      page.text,
+      { username: account.username, password: account.password },
+      undefined,
+      ip,
+    );
     assert.equal(signedIn.status, 303, signedIn.text);
     assert.equal(signedIn.location, '/account');
     return { account, browser };
@@ -69,7 +77,12 @@ describe('backup codes', () => {
   async function atAccountTwoStep(account: { username: string; password: string }, ip: Record<string, string>) {
     const browser = new FormClient(server);
     const page = await browser.fetch('/account/sign-in', { headers: ip });
-    const first = await browser.submitOn(page.text, { username: account.username, password: account.password }, undefined, ip);
+    const first = await browser.submitOn(
+      page.text,
+      { username: account.username, password: account.password },
+      undefined,
+      ip,
+    );
     assert.equal(first.status, 303);
     const twoStep = await browser.fetch('/account/sign-in', { headers: ip });
     assert.match(twoStep.text, /name="code"/);
@@ -93,7 +106,9 @@ describe('backup codes', () => {
 
     const hashes = await storedHashes(account.userId);
     assert.equal(hashes.length, 10);
-    const dump = JSON.stringify(await db().selectFrom('backup_codes').selectAll().execute()) + JSON.stringify(await db().selectFrom('web_sessions').selectAll().execute());
+    const dump =
+      JSON.stringify(await db().selectFrom('backup_codes').selectAll().execute()) +
+      JSON.stringify(await db().selectFrom('web_sessions').selectAll().execute());
     for (const code of codes) {
       assert.ok(!dump.includes(code) && !dump.includes(code.replace('-', '')), 'no code is readable in the database');
     }
@@ -109,7 +124,12 @@ describe('backup codes', () => {
     const signIn = async (typed: string) => {
       const browser = new FormClient(server);
       const login = await startLogin(server, { client_id: app.clientId, code_challenge: pkcePair().challenge });
-      const first = await browser.submitOn((await browser.fetch(login, { headers: ip })).text, { username: account.username, password: account.password }, /password$/, ip);
+      const first = await browser.submitOn(
+        (await browser.fetch(login, { headers: ip })).text,
+        { username: account.username, password: account.password },
+        /password$/,
+        ip,
+      );
       assert.equal(first.status, 303);
       const twoStep = await browser.fetch(login, { headers: ip });
       assert.match(twoStep.text, /backup codes/);
@@ -132,7 +152,10 @@ describe('backup codes', () => {
     const signedIn = events.find((e) => e.kind === 'sign_in_succeeded' && e.details.page === 'sign_in');
     assert.equal(signedIn?.details.two_step, 'backup_code');
     assert.equal(signedIn?.details.method, 'password');
-    assert.ok(events.some((e) => e.kind === 'two_step_failed'), 'the reuse is a failed code');
+    assert.ok(
+      events.some((e) => e.kind === 'two_step_failed'),
+      'the reuse is a failed code',
+    );
     assert.equal(codesLeft((await accountBrowser.fetch('/account', { headers: ip })).text), 9);
   });
 
@@ -142,7 +165,10 @@ describe('backup codes', () => {
     const { page } = await turnOn(browser, ip);
     const [, code] = shownCodes(page);
     const [a, b] = await Promise.all([atAccountTwoStep(account, ip), atAccountTwoStep(account, ip)]);
-    const answers = await Promise.all([a.browser.submitOn(a.page, { code: code! }, undefined, ip), b.browser.submitOn(b.page, { code: code! }, undefined, ip)]);
+    const answers = await Promise.all([
+      a.browser.submitOn(a.page, { code: code! }, undefined, ip),
+      b.browser.submitOn(b.page, { code: code! }, undefined, ip),
+    ]);
     assert.deepEqual(answers.map((r) => r.status).sort(), [303, 401]);
     const winner = answers[0]!.status === 303 ? a : b;
     assert.equal(answers.find((r) => r.status === 303)!.location, '/account');
@@ -161,7 +187,12 @@ describe('backup codes', () => {
     const pending = await atAccountTwoStep(account, other);
     let current = pending.page;
     for (let i = 0; i < CODE_FAILURES_ALLOWED; i++) {
-      const wrong = await pending.browser.submitOn(current, { code: `zzzz-zz${String(i).padStart(2, '0')}` }, undefined, other);
+      const wrong = await pending.browser.submitOn(
+        current,
+        { code: `zzzz-zz${String(i).padStart(2, '0')}` },
+        undefined,
+        other,
+      );
       assert.equal(wrong.status, 401, `wrong backup code ${i + 1}`);
       current = wrong.text;
     }
@@ -186,14 +217,21 @@ describe('backup codes', () => {
     assert.deepEqual(shownCodes(wrong.text), []);
     assert.equal((await storedHashes(account.userId)).length, 10, 'the old set stays');
 
-    const renewed = await browser.submitOn(wrong.text, { code: totpCode(secret, Date.now() + STEP), backup_codes: 'new' }, /backup-codes$/, ip);
+    const renewed = await browser.submitOn(
+      wrong.text,
+      { code: totpCode(secret, Date.now() + STEP), backup_codes: 'new' },
+      /backup-codes$/,
+      ip,
+    );
     assert.equal(renewed.status, 303, renewed.text);
     const next = await browser.fetch(renewed.location!, { headers: ip });
     assert.match(next.text, /new set of backup codes/);
     const second = shownCodes(next.text);
     assert.equal(second.length, 10);
     assert.equal(second.filter((c) => first.includes(c)).length, 0, 'a different set');
-    assert.ok((await listSecurityEvents(db(), { userId: account.userId })).some((e) => e.kind === 'backup_codes_renewed'));
+    assert.ok(
+      (await listSecurityEvents(db(), { userId: account.userId })).some((e) => e.kind === 'backup_codes_renewed'),
+    );
 
     // An old code no longer signs in; a new one does.
     const pending = await atAccountTwoStep(account, ip);
@@ -205,7 +243,17 @@ describe('backup codes', () => {
     // A button other than `new`, or sent twice, changes nothing.
     const before = await storedHashes(account.userId);
     const odd = await browser.fetch('/account', { headers: ip });
-    assert.equal((await browser.submitOn(odd.text, { code: totpCode(secret, Date.now() + 2 * STEP), backup_codes: 'old' }, /backup-codes$/, ip)).status, 303);
+    assert.equal(
+      (
+        await browser.submitOn(
+          odd.text,
+          { code: totpCode(secret, Date.now() + 2 * STEP), backup_codes: 'old' },
+          /backup-codes$/,
+          ip,
+        )
+      ).status,
+      303,
+    );
     assert.deepEqual((await storedHashes(account.userId)).sort(), before.sort());
 
     // Two-step off (with a backup code, which works wherever a code is asked) removes them all.
@@ -226,7 +274,10 @@ describe('backup codes', () => {
       browser.submitOn(page, { code: code!, backup_codes: 'new' }, /backup-codes$/, ip),
       browser.submitOn(page, { code: totpCode(secret, Date.now() + STEP), backup_codes: 'new' }, /backup-codes$/, ip),
     ]);
-    assert.deepEqual(answers.map((r) => r.status), [303, 303]);
+    assert.deepEqual(
+      answers.map((r) => r.status),
+      [303, 303],
+    );
     assert.equal((await storedHashes(account.userId)).length, 10);
     const shownNow = shownCodes((await browser.fetch('/account', { headers: ip })).text);
     assert.equal(shownNow.length, 10);
@@ -239,11 +290,19 @@ describe('backup codes', () => {
     const ip = newIp();
     const { browser } = await signedInAccount(ip);
     const { secret } = await turnOn(browser, ip);
-    const noToken = await browser.fetch('/account/backup-codes', { form: { code: totpCode(secret), backup_codes: 'new' }, headers: ip });
+    const noToken = await browser.fetch('/account/backup-codes', {
+      form: { code: totpCode(secret), backup_codes: 'new' },
+      headers: ip,
+    });
     assert.equal(noToken.status, 403);
     const stranger = new FormClient(server);
     const page = await stranger.fetch('/account/sign-in', { headers: ip });
-    const signedOut = await stranger.submitOn(page.text.replace('action="/account/sign-in"', 'action="/account/backup-codes"'), { code: totpCode(secret), backup_codes: 'new' }, /backup-codes$/, ip);
+    const signedOut = await stranger.submitOn(
+      page.text.replace('action="/account/sign-in"', 'action="/account/backup-codes"'),
+      { code: totpCode(secret), backup_codes: 'new' },
+      /backup-codes$/,
+      ip,
+    );
     assert.equal(signedOut.status, 303);
     assert.equal(signedOut.location, '/account/sign-in');
   });

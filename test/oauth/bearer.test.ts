@@ -6,10 +6,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import Fastify from 'fastify';
-import { bearerAuth, type BearerAuthOptions } from '../../src/http/bearer-auth.ts';
+import { type BearerAuthOptions, bearerAuth } from '../../src/http/bearer-auth.ts';
 import { installErrorModel } from '../../src/http/error-handler.ts';
 import { newAccount, newApp, signedInTokens, tokenRequest, tokensThroughPages } from '../helpers/oauth.ts';
-import { freshDatabase, startServer, type Reply, type TestDatabase, type TestServer } from '../helpers/server.ts';
+import { freshDatabase, type Reply, startServer, type TestDatabase, type TestServer } from '../helpers/server.ts';
 
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 
@@ -44,7 +44,9 @@ describe('bearer tokens on GET /v4/user', () => {
 
   test('the Bearer scheme name is case-insensitive', async () => {
     const { account, tokens } = await signedInTokens(server);
-    const reply = await server.request('GET', '/v4/user', { headers: { authorization: `bearer ${tokens.access_token}` } });
+    const reply = await server.request('GET', '/v4/user', {
+      headers: { authorization: `bearer ${tokens.access_token}` },
+    });
     assert.equal(reply.status, 200, reply.text);
     assert.equal(reply.body.userId, account.userId);
   });
@@ -96,9 +98,16 @@ describe('bearer tokens on GET /v4/user', () => {
     assert.equal(updated.numUpdatedRows, 1n);
 
     assertInvalidToken(await server.request('GET', '/v4/user', { headers: bearer(tokens.access_token) }));
-    assertInvalidToken(await server.request('GET', '/v4/user', { headers: { 'x-service-token': tokens.access_token } }));
+    assertInvalidToken(
+      await server.request('GET', '/v4/user', { headers: { 'x-service-token': tokens.access_token } }),
+    );
 
-    const refreshed = await tokenRequest(server, { grant_type: 'refresh_token', client_id: app.clientId, refresh_token: tokens.refresh_token, scope: 'common users:read' });
+    const refreshed = await tokenRequest(server, {
+      grant_type: 'refresh_token',
+      client_id: app.clientId,
+      refresh_token: tokens.refresh_token,
+      scope: 'common users:read',
+    });
     assert.equal(refreshed.status, 200, refreshed.text);
     const reply = await server.request('GET', '/v4/user', { headers: bearer(refreshed.body.access_token) });
     assert.equal(reply.status, 200, reply.text);
@@ -131,7 +140,12 @@ describe('bearer tokens on GET /v4/user', () => {
 
     assertInvalidToken(await server.request('GET', '/v4/user', { headers: bearer(tokens.access_token) }));
     assertInvalidToken(await server.request('DELETE', '/v4/session', { headers: bearer(tokens.access_token) }));
-    const refreshed = await tokenRequest(server, { grant_type: 'refresh_token', client_id: app.clientId, refresh_token: tokens.refresh_token, scope: 'common users:read' });
+    const refreshed = await tokenRequest(server, {
+      grant_type: 'refresh_token',
+      client_id: app.clientId,
+      refresh_token: tokens.refresh_token,
+      scope: 'common users:read',
+    });
     assert.equal(refreshed.status, 400, refreshed.text);
     assert.equal(refreshed.body.error, 'invalid_grant');
 
@@ -189,16 +203,25 @@ describe('v4 rate limit (RATE_LIMIT_V4) per user and application', () => {
     const refused = await getUser(aliceTokens.access_token);
     assertError(refused, 429, 'tooManyRequests');
     const retryAfter = Number(refused.headers.get('retry-after'));
-    assert.ok(Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= 60, `Retry-After ${refused.headers.get('retry-after')}`);
+    assert.ok(
+      Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= 60,
+      `Retry-After ${refused.headers.get('retry-after')}`,
+    );
     assert.equal(refused.headers.get('x-ratelimit-limit'), String(LIMIT));
     assert.equal(refused.headers.get('x-ratelimit-remaining'), '0');
     const reset = Number(refused.headers.get('x-ratelimit-reset'));
-    assert.ok(Number.isInteger(reset) && reset >= 0 && reset <= 60, `X-RateLimit-Reset ${refused.headers.get('x-ratelimit-reset')}`);
+    assert.ok(
+      Number.isInteger(reset) && reset >= 0 && reset <= 60,
+      `X-RateLimit-Reset ${refused.headers.get('x-ratelimit-reset')}`,
+    );
 
     // The key is the user and the application, not the token: another sign-in of the same
     // user to the same application shares the count, and X-Service-Token counts the same.
     assert.equal((await getUser(aliceSecondSignIn.access_token)).status, 429);
-    assert.equal((await limited.request('GET', '/v4/user', { headers: { 'x-service-token': aliceTokens.access_token } })).status, 429);
+    assert.equal(
+      (await limited.request('GET', '/v4/user', { headers: { 'x-service-token': aliceTokens.access_token } })).status,
+      429,
+    );
 
     // Another user in the same application, and the same user in another application, are not limited.
     const bobReply = await getUser(bobTokens.access_token);
@@ -258,7 +281,9 @@ describe('guessed bearer tokens count against the v4 limit of their address', ()
     await database?.drop();
   });
 
-  const from = (address: string, headers: Record<string, string> = {}) => ({ headers: { 'x-forwarded-for': address, ...headers } });
+  const from = (address: string, headers: Record<string, string> = {}) => ({
+    headers: { 'x-forwarded-for': address, ...headers },
+  });
   const invented = () => bearer(`invented-${Math.random().toString(36).slice(2)}`);
 
   test('each invented token is counted: after the limit they are 429, not 401', async () => {
@@ -269,15 +294,28 @@ describe('guessed bearer tokens count against the v4 limit of their address', ()
     }
     assertError(await limited.request('GET', '/v4/user', from('203.0.113.10', invented())), 429, 'tooManyRequests');
     // A malformed Authorization header and X-Service-Token are refused the same way.
-    assertError(await limited.request('GET', '/v4/user', from('203.0.113.10', { authorization: 'Basic Zm9vOmJhcg==' })), 429, 'tooManyRequests');
-    assertError(await limited.request('GET', '/v4/projects', from('203.0.113.10', { 'x-service-token': 'guess' })), 429, 'tooManyRequests');
+    assertError(
+      await limited.request('GET', '/v4/user', from('203.0.113.10', { authorization: 'Basic Zm9vOmJhcg==' })),
+      429,
+      'tooManyRequests',
+    );
+    assertError(
+      await limited.request('GET', '/v4/projects', from('203.0.113.10', { 'x-service-token': 'guess' })),
+      429,
+      'tooManyRequests',
+    );
     // Another address still gets the 401.
     assertInvalidToken(await limited.request('GET', '/v4/user', from('203.0.113.11', invented())));
   });
 
   test('an address over its limit without tokens is refused for invented tokens too, while a real token goes on', async () => {
-    for (let i = 0; i < LIMIT; i++) assert.equal((await limited.request('GET', '/v4/user', from('203.0.113.20'))).status, 401);
-    const guessed = await limited.request('POST', '/v4/projects', from('203.0.113.20', { ...invented(), 'content-type': 'application/json' }));
+    for (let i = 0; i < LIMIT; i++)
+      assert.equal((await limited.request('GET', '/v4/user', from('203.0.113.20'))).status, 401);
+    const guessed = await limited.request(
+      'POST',
+      '/v4/projects',
+      from('203.0.113.20', { ...invented(), 'content-type': 'application/json' }),
+    );
     assertError(guessed, 429, 'tooManyRequests');
     const { tokens } = await signedInTokens(issuer);
     const real = await limited.request('GET', '/v4/user', from('203.0.113.20', bearer(tokens.access_token)));
@@ -303,7 +341,15 @@ describe('the bearerAuth plugin', () => {
       await scope.register(bearerAuth, {
         lookup: async (token: string) => {
           lookups.push(token);
-          return token === 'good' ? { userId: 'u', clientId: 'c', sessionId: 's', scopes: new Set(['common']), expiresAt: Date.now() + 60_000 } : undefined;
+          return token === 'good'
+            ? {
+                userId: 'u',
+                clientId: 'c',
+                sessionId: 's',
+                scopes: new Set(['common']),
+                expiresAt: Date.now() + 60_000,
+              }
+            : undefined;
         },
       });
       scope.get('/whoami', async (request) => ({ userId: request.auth.userId }));

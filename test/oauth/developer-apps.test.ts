@@ -13,7 +13,7 @@ import { listSecurityEvents } from '../../src/accounts/security-events.ts';
 import { newTotpSecret, totpCode } from '../../src/accounts/totp.ts';
 import { MAX_APPLICATIONS_PER_USER } from '../../src/oauth/developer-applications.ts';
 import { FormClient, newAccount } from '../helpers/oauth.ts';
-import { TEST_HOST, startServer, type TestServer } from '../helpers/server.ts';
+import { startServer, TEST_HOST, type TestServer } from '../helpers/server.ts';
 
 const ISSUER = `https://${TEST_HOST}`;
 const CALLBACK = 'http://127.0.0.1:9/callback';
@@ -35,11 +35,17 @@ const onTestServer = (url: string) => url.replace(ISSUER, '');
 /** The text of the element with this id on a page (HTML-unescaped). */
 function elementText(html: string, id: string): string | undefined {
   const match = new RegExp(`id="${id}"[^>]*>([^<]*)<`).exec(html);
-  return match?.[1]!.replace(/&amp;/g, '&').replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&#39;/g, "'");
+  return match?.[1]!
+    .replace(/&amp;/g, '&')
+    .replace(/&lt;/g, '<')
+    .replace(/&gt;/g, '>')
+    .replace(/&quot;/g, '"')
+    .replace(/&#39;/g, "'");
 }
 
 /** The error shown next to an input (its aria-describedby element), if any. */
-const fieldError = (html: string, input: 'name' | 'website' | 'redirect-uri' | 'scope') => elementText(html, `${input}-error`);
+const fieldError = (html: string, input: 'name' | 'website' | 'redirect-uri' | 'scope') =>
+  elementText(html, `${input}-error`);
 
 /** A new account with two-step on, signed in to the account pages in its own browser. */
 async function developer(options: { twoStep?: boolean } = {}) {
@@ -65,7 +71,12 @@ async function createApp(browser: FormClient, fields: AppFields) {
 type AppFields = { name?: string; website?: string; redirect_uri?: string; scope?: string[]; confidential?: boolean };
 
 /** POSTs a form with repeated `scope` fields; `csrf` undefined leaves the token out. */
-function postForm(browser: FormClient, path: string, csrf: string | undefined, fields: AppFields & Record<string, unknown>) {
+function postForm(
+  browser: FormClient,
+  path: string,
+  csrf: string | undefined,
+  fields: AppFields & Record<string, unknown>,
+) {
   const body = new URLSearchParams();
   if (csrf !== undefined) body.append('_csrf', csrf);
   for (const [key, value] of Object.entries(fields)) {
@@ -107,13 +118,13 @@ async function assertInvalidClient(attempt: Promise<unknown>): Promise<void> {
     () => undefined,
     (thrown: unknown) => thrown,
   );
-  if (error instanceof oauth.ResponseBodyError) return assert.deepEqual([error.status, error.error], [401, 'invalid_client']);
+  if (error instanceof oauth.ResponseBodyError)
+    return assert.deepEqual([error.status, error.error], [401, 'invalid_client']);
   assert.ok(error instanceof oauth.WWWAuthenticateChallengeError, `not refused with invalid_client: ${String(error)}`);
   assert.deepEqual([error.status, (await error.response.clone().json()).error], [401, 'invalid_client']);
 }
 
 const bearer = (token: string) => server.request('GET', '/v4/user', { headers: { authorization: `Bearer ${token}` } });
-
 
 /** A code flow's authorization URL with PKCE and state, as oauth4webapi builds it, for scope common users:read. */
 async function authorizationRequest(as: oauth.AuthorizationServer, clientId: string, redirectUri: string) {
@@ -158,7 +169,10 @@ describe('a developer registers an application and signs a user into it with onl
 
     // A standard client configured from the discovery document the page named.
     const issuer = new URL(discoveryUrl.replace('/.well-known/oauth-authorization-server', ''));
-    const as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, { ...toTestServer, algorithm: 'oauth2' }));
+    const as = await oauth.processDiscoveryResponse(
+      issuer,
+      await oauth.discoveryRequest(issuer, { ...toTestServer, algorithm: 'oauth2' }),
+    );
     assert.deepEqual(as.code_challenge_methods_supported, ['S256']);
     const client: oauth.Client = { client_id: clientId, token_endpoint_auth_method: 'client_secret_basic' };
     const { url, codeVerifier, state } = await authorizationRequest(as, clientId, 'http://127.0.0.1:49152/callback');
@@ -167,13 +181,24 @@ describe('a developer registers an application and signs a user into it with onl
     const { callback, consent } = await userAuthorizes(url, user);
     assert.match(consent, /Loot Planner/);
     assert.match(consent, new RegExp(`made by <strong>${dev.username}</strong>`));
-    assert.match(consent, /<a class="app-website" href="https:\/\/loot-planner.example\/about" rel="noopener noreferrer nofollow"/);
+    assert.match(
+      consent,
+      /<a class="app-website" href="https:\/\/loot-planner.example\/about" rel="noopener noreferrer nofollow"/,
+    );
 
     const params = oauth.validateAuthResponse(as, client, callback, state);
     const tokens = await oauth.processAuthorizationCodeResponse(
       as,
       client,
-      await oauth.authorizationCodeGrantRequest(as, client, oauth.ClientSecretBasic(clientSecret), params, 'http://127.0.0.1:49152/callback', codeVerifier, toTestServer),
+      await oauth.authorizationCodeGrantRequest(
+        as,
+        client,
+        oauth.ClientSecretBasic(clientSecret),
+        params,
+        'http://127.0.0.1:49152/callback',
+        codeVerifier,
+        toTestServer,
+      ),
     );
     assert.equal(tokens.scope, 'common users:read');
     const me = await bearer(tokens.access_token);
@@ -181,23 +206,44 @@ describe('a developer registers an application and signs a user into it with onl
     assert.equal(me.body.userId, user.userId);
 
     // A new secret: shown once; the old one stops working at once (invalid_client), the new one works.
-    const renewed = await postForm(browser, '/account/apps/secret', csrfOf(list.text, '/account/apps/secret'), { new_secret: clientId });
+    const renewed = await postForm(browser, '/account/apps/secret', csrfOf(list.text, '/account/apps/secret'), {
+      new_secret: clientId,
+    });
     assert.equal(renewed.status, 200, renewed.text);
     const newSecret = elementText(renewed.text, 'client-secret')!;
     assert.equal(elementText(renewed.text, 'client-id'), clientId);
     assert.notEqual(newSecret, clientSecret);
     await assertInvalidClient(
-      oauth.refreshTokenGrantRequest(as, client, oauth.ClientSecretBasic(clientSecret), tokens.refresh_token!, toTestServer).then((response) => oauth.processRefreshTokenResponse(as, client, response)),
+      oauth
+        .refreshTokenGrantRequest(
+          as,
+          client,
+          oauth.ClientSecretBasic(clientSecret),
+          tokens.refresh_token!,
+          toTestServer,
+        )
+        .then((response) => oauth.processRefreshTokenResponse(as, client, response)),
     );
     const refreshed = await oauth.processRefreshTokenResponse(
       as,
       client,
-      await oauth.refreshTokenGrantRequest(as, client, oauth.ClientSecretBasic(newSecret), tokens.refresh_token!, toTestServer),
+      await oauth.refreshTokenGrantRequest(
+        as,
+        client,
+        oauth.ClientSecretBasic(newSecret),
+        tokens.refresh_token!,
+        toTestServer,
+      ),
     );
     assert.equal((await bearer(refreshed.access_token)).status, 200);
 
     // Delete: every session of the application ends; the client is unknown afterwards.
-    const deleted = await postForm(browser, '/account/apps/delete', csrfOf((await browser.fetch('/account/apps')).text, '/account/apps/delete'), { delete_app: clientId });
+    const deleted = await postForm(
+      browser,
+      '/account/apps/delete',
+      csrfOf((await browser.fetch('/account/apps')).text, '/account/apps/delete'),
+      { delete_app: clientId },
+    );
     assert.equal(deleted.status, 303);
     assert.equal(deleted.location, '/account/apps?done=deleted');
     assert.equal((await bearer(refreshed.access_token)).status, 401);
@@ -205,21 +251,38 @@ describe('a developer registers an application and signs a user into it with onl
     assert.ok(!after.text.includes(clientId));
     assert.match(after.text, /was deleted/);
     await assertInvalidClient(
-      oauth.refreshTokenGrantRequest(as, client, oauth.ClientSecretBasic(newSecret), refreshed.refresh_token!, toTestServer).then((response) => oauth.processRefreshTokenResponse(as, client, response)),
+      oauth
+        .refreshTokenGrantRequest(
+          as,
+          client,
+          oauth.ClientSecretBasic(newSecret),
+          refreshed.refresh_token!,
+          toTestServer,
+        )
+        .then((response) => oauth.processRefreshTokenResponse(as, client, response)),
     );
 
-    const events = (await listSecurityEvents(server.app.database.db, { userId: dev.userId })).filter((event) => event.clientId === clientId).map((event) => event.kind);
+    const events = (await listSecurityEvents(server.app.database.db, { userId: dev.userId }))
+      .filter((event) => event.clientId === clientId)
+      .map((event) => event.kind);
     assert.deepEqual(events.sort(), ['application_created', 'application_deleted', 'application_secret_renewed']);
   });
 
   test('public, with a loopback redirect URI: the code flow with PKCE and no secret; an operator application shows no "made by"', async () => {
     const { browser } = await developer();
-    const created = await createApp(browser, { name: 'Desk Tool', redirect_uri: 'http://[::1]/cb', scope: ['common', 'users:read'] });
+    const created = await createApp(browser, {
+      name: 'Desk Tool',
+      redirect_uri: 'http://[::1]/cb',
+      scope: ['common', 'users:read'],
+    });
     assert.equal(created.status, 200, created.text);
     const clientId = elementText(created.text, 'client-id')!;
     assert.equal(elementText(created.text, 'client-secret'), undefined, 'a public application has no secret');
     const issuer = new URL(ISSUER);
-    const as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, { ...toTestServer, algorithm: 'oauth2' }));
+    const as = await oauth.processDiscoveryResponse(
+      issuer,
+      await oauth.discoveryRequest(issuer, { ...toTestServer, algorithm: 'oauth2' }),
+    );
     const client: oauth.Client = { client_id: clientId, token_endpoint_auth_method: 'none' };
     const { url, codeVerifier, state } = await authorizationRequest(as, clientId, 'http://[::1]:50000/cb');
     const user = await newAccount(server);
@@ -229,15 +292,36 @@ describe('a developer registers an application and signs a user into it with onl
     const tokens = await oauth.processAuthorizationCodeResponse(
       as,
       client,
-      await oauth.authorizationCodeGrantRequest(as, client, oauth.None(), oauth.validateAuthResponse(as, client, callback, state), 'http://[::1]:50000/cb', codeVerifier, toTestServer),
+      await oauth.authorizationCodeGrantRequest(
+        as,
+        client,
+        oauth.None(),
+        oauth.validateAuthResponse(as, client, callback, state),
+        'http://[::1]:50000/cb',
+        codeVerifier,
+        toTestServer,
+      ),
     );
     assert.equal((await bearer(tokens.access_token)).status, 200);
 
     // The operator's application: its consent page has no "made by" line.
     const { createApplication } = await import('../../src/oauth/clients.ts');
-    const operatorApp = await createApplication(server.app.database.db, { name: 'Operator Tool', redirectUris: [CALLBACK], scopes: ['common'], confidential: false });
+    const operatorApp = await createApplication(server.app.database.db, {
+      name: 'Operator Tool',
+      redirectUris: [CALLBACK],
+      scopes: ['common'],
+      confidential: false,
+    });
     const url2 = new URL(as.authorization_endpoint!);
-    url2.search = new URLSearchParams({ client_id: operatorApp.clientId, redirect_uri: CALLBACK, response_type: 'code', scope: 'common', state, code_challenge: await oauth.calculatePKCECodeChallenge(codeVerifier), code_challenge_method: 'S256' }).toString();
+    url2.search = new URLSearchParams({
+      client_id: operatorApp.clientId,
+      redirect_uri: CALLBACK,
+      response_type: 'code',
+      scope: 'common',
+      state,
+      code_challenge: await oauth.calculatePKCECodeChallenge(codeVerifier),
+      code_challenge_method: 'S256',
+    }).toString();
     const operatorConsent = await userAuthorizes(url2, await newAccount(server));
     assert.match(operatorConsent.consent, /Operator Tool/);
     assert.doesNotMatch(operatorConsent.consent, /made by/);
@@ -245,14 +329,26 @@ describe('a developer registers an application and signs a user into it with onl
 
   test('device flow only: no redirect URI; the authorization endpoint refuses it, the device flow serves it', async () => {
     const { browser } = await developer();
-    const created = await createApp(browser, { name: 'Console Thing', redirect_uri: '', scope: ['common', 'users:read'] });
+    const created = await createApp(browser, {
+      name: 'Console Thing',
+      redirect_uri: '',
+      scope: ['common', 'users:read'],
+    });
     assert.equal(created.status, 200, created.text);
     const clientId = elementText(created.text, 'client-id')!;
-    const authorize = await server.request('GET', `/v4/login?${new URLSearchParams({ client_id: clientId, redirect_uri: CALLBACK, response_type: 'code', state: 's', scope: 'common' })}`);
+    const authorize = await server.request(
+      'GET',
+      `/v4/login?${new URLSearchParams({ client_id: clientId, redirect_uri: CALLBACK, response_type: 'code', state: 's', scope: 'common' })}`,
+    );
     assert.equal(authorize.status, 400);
     assert.match(authorize.text, /device flow/);
     const device = await server.request('POST', '/v4/device', {
-      body: new URLSearchParams({ client_id: clientId, scope: 'common users:read', code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256' }).toString(),
+      body: new URLSearchParams({
+        client_id: clientId,
+        scope: 'common users:read',
+        code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+        code_challenge_method: 'S256',
+      }).toString(),
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
     });
     assert.ok(device.status < 300, device.text);
@@ -264,21 +360,40 @@ test('delete ends pending authorizations too: a login page in progress and a dev
   const { browser } = await developer();
   const created = await createApp(browser, { name: 'Short Lived', redirect_uri: CALLBACK, scope: ['common'] });
   const clientId = elementText(created.text, 'client-id')!;
-  const started = await server.request('GET', `/v4/login?${new URLSearchParams({ client_id: clientId, redirect_uri: CALLBACK, response_type: 'code', state: 's', scope: 'common', code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256', no_redirect: 'true' })}`);
+  const started = await server.request(
+    'GET',
+    `/v4/login?${new URLSearchParams({ client_id: clientId, redirect_uri: CALLBACK, response_type: 'code', state: 's', scope: 'common', code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256', no_redirect: 'true' })}`,
+  );
   assert.equal(started.status, 200, started.text);
   const loginPage = new URL(started.body.login_url).pathname;
   const user = new FormClient(server);
   assert.equal((await user.fetch(loginPage)).status, 200);
   const device = await server.request('POST', '/v4/device', {
-    body: new URLSearchParams({ client_id: clientId, scope: 'common', code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256' }).toString(),
+    body: new URLSearchParams({
+      client_id: clientId,
+      scope: 'common',
+      code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+      code_challenge_method: 'S256',
+    }).toString(),
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
   });
   assert.ok(device.status < 300, device.text);
 
   const list = await browser.fetch('/account/apps');
-  assert.equal((await postForm(browser, '/account/apps/delete', csrfOf(list.text, '/account/apps/delete'), { delete_app: clientId })).status, 303);
+  assert.equal(
+    (
+      await postForm(browser, '/account/apps/delete', csrfOf(list.text, '/account/apps/delete'), {
+        delete_app: clientId,
+      })
+    ).status,
+    303,
+  );
   assert.equal((await user.fetch(loginPage)).status, 404, 'the sign-in in progress has ended');
-  const rows = await server.app.database.db.selectFrom('device_authorizations').select('device_code').where('client_id', '=', clientId).execute();
+  const rows = await server.app.database.db
+    .selectFrom('device_authorizations')
+    .select('device_code')
+    .where('client_id', '=', clientId)
+    .execute();
   assert.deepEqual(rows, []);
 });
 
@@ -290,7 +405,10 @@ describe('the pages of /account/apps', () => {
     const first = await browser.fetch('/account/apps');
     assert.equal(first.status, 303);
     assert.equal(first.location, '/account/sign-in');
-    assert.equal((await browser.submit('/account/sign-in', { username: account.username, password: account.password })).status, 303);
+    assert.equal(
+      (await browser.submit('/account/sign-in', { username: account.username, password: account.password })).status,
+      303,
+    );
     assert.equal((await browser.submit('/account/sign-in', { code: totpCode(secret) })).status, 303);
     const landed = await browser.fetch('/account');
     assert.equal(landed.status, 303);
@@ -299,7 +417,9 @@ describe('the pages of /account/apps', () => {
     // Only once: the account page is the account page again afterwards.
     assert.equal((await browser.fetch('/account')).status, 200);
     // A forged return cookie names no target: it sends nowhere.
-    const forged = await browser.fetch('/account', { headers: { cookie: `${'sid'}=x; after_sign_in=https://evil.example` } });
+    const forged = await browser.fetch('/account', {
+      headers: { cookie: `${'sid'}=x; after_sign_in=https://evil.example` },
+    });
     assert.notEqual(forged.location, 'https://evil.example');
   });
 
@@ -311,7 +431,11 @@ describe('the pages of /account/apps', () => {
     assert.match(page.text, /href="\/account"/);
     assert.doesNotMatch(page.text, /name="redirect_uri"/);
     const csrf = csrfOf((await browser.fetch('/account')).text, '/account/password');
-    const posted = await postForm(browser, '/account/apps', csrf, { name: 'Sneaky App', redirect_uri: CALLBACK, scope: ['common'] });
+    const posted = await postForm(browser, '/account/apps', csrf, {
+      name: 'Sneaky App',
+      redirect_uri: CALLBACK,
+      scope: ['common'],
+    });
     assert.equal(posted.status, 403);
     assert.doesNotMatch(posted.text, /id="client-id"/);
     const { listOwnedApplications } = await import('../../src/oauth/developer-applications.ts');
@@ -327,15 +451,51 @@ describe('the pages of /account/apps', () => {
       { fields: { name: 'Evil \u202egnp.exe', redirect_uri: CALLBACK }, input: 'name', message: /control characters/ },
       { fields: { name: 'Good Name', website: 'javascript:alert(1)' }, input: 'website', message: /https:\/\// },
       { fields: { name: 'Good Name', website: 'http://example.com' }, input: 'website', message: /https:\/\// },
-      { fields: { name: 'Good Name', redirect_uri: 'http://example.com/callback' }, input: 'redirect-uri', message: /must use https/ },
-      { fields: { name: 'Good Name', redirect_uri: 'http://localhost:8000/callback' }, input: 'redirect-uri', message: /must use https/ },
-      { fields: { name: 'Good Name', redirect_uri: 'javascript:alert(1)' }, input: 'redirect-uri', message: /forbidden scheme/ },
-      { fields: { name: 'Good Name', redirect_uri: 'https://example.com/cb#frag' }, input: 'redirect-uri', message: /fragment/ },
-      { fields: { name: 'Good Name', redirect_uri: 'com.example.app:/callback' }, input: 'redirect-uri', message: /must use https/ },
-      { fields: { name: 'Good Name', redirect_uri: 'https://exa\tmple.com/cb' }, input: 'redirect-uri', message: /control characters/ },
-      { fields: { name: 'Good Name', redirect_uri: CALLBACK, scope: ['common', 'users:update'] }, input: 'scope', message: /operator only/ },
-      { fields: { name: 'Good Name', redirect_uri: CALLBACK, scope: ['users.private_key:read'] }, input: 'scope', message: /operator only/ },
-      { fields: { name: 'Good Name', redirect_uri: CALLBACK, scope: ['__proto__'] }, input: 'scope', message: /no scope/ },
+      {
+        fields: { name: 'Good Name', redirect_uri: 'http://example.com/callback' },
+        input: 'redirect-uri',
+        message: /must use https/,
+      },
+      {
+        fields: { name: 'Good Name', redirect_uri: 'http://localhost:8000/callback' },
+        input: 'redirect-uri',
+        message: /must use https/,
+      },
+      {
+        fields: { name: 'Good Name', redirect_uri: 'javascript:alert(1)' },
+        input: 'redirect-uri',
+        message: /forbidden scheme/,
+      },
+      {
+        fields: { name: 'Good Name', redirect_uri: 'https://example.com/cb#frag' },
+        input: 'redirect-uri',
+        message: /fragment/,
+      },
+      {
+        fields: { name: 'Good Name', redirect_uri: 'com.example.app:/callback' },
+        input: 'redirect-uri',
+        message: /must use https/,
+      },
+      {
+        fields: { name: 'Good Name', redirect_uri: 'https://exa\tmple.com/cb' },
+        input: 'redirect-uri',
+        message: /control characters/,
+      },
+      {
+        fields: { name: 'Good Name', redirect_uri: CALLBACK, scope: ['common', 'users:update'] },
+        input: 'scope',
+        message: /operator only/,
+      },
+      {
+        fields: { name: 'Good Name', redirect_uri: CALLBACK, scope: ['users.private_key:read'] },
+        input: 'scope',
+        message: /operator only/,
+      },
+      {
+        fields: { name: 'Good Name', redirect_uri: CALLBACK, scope: ['__proto__'] },
+        input: 'scope',
+        message: /no scope/,
+      },
     ];
     for (const { fields, input, message } of cases) {
       const refused = await createApp(browser, fields);
@@ -344,18 +504,28 @@ describe('the pages of /account/apps', () => {
       assert.doesNotMatch(refused.text, /id="client-id"/);
     }
     // NUL never reaches the service (the input guard refuses it first, PostgreSQL cannot store it).
-    for (const fields of [{ name: 'Bad\0Name' }, { name: 'Good Name', redirect_uri: 'https://exa\0mple.com/cb' }, { name: 'Good Name', website: 'https://a\0b.example' }]) {
+    for (const fields of [
+      { name: 'Bad\0Name' },
+      { name: 'Good Name', redirect_uri: 'https://exa\0mple.com/cb' },
+      { name: 'Good Name', website: 'https://a\0b.example' },
+    ]) {
       const refused = await createApp(browser, fields);
       assert.equal(refused.status, 400);
       assert.match(refused.text, /NUL character/);
     }
     // A field sent twice arrives as a list: not a name.
     const page = await browser.fetch('/account/apps');
-    const twice = await postForm(browser, '/account/apps', csrfOf(page.text, '/account/apps'), { name: ['Good Name', 'Other Name'] } as never);
+    const twice = await postForm(browser, '/account/apps', csrfOf(page.text, '/account/apps'), {
+      name: ['Good Name', 'Other Name'],
+    } as never);
     assert.equal(twice.status, 400);
     assert.match(fieldError(twice.text, 'name') ?? '', /3 to 64/);
     // What was typed stays in the form.
-    const kept = await createApp(browser, { name: 'Kept Name', website: 'ftp://x', redirect_uri: 'https://ok.example/cb' });
+    const kept = await createApp(browser, {
+      name: 'Kept Name',
+      website: 'ftp://x',
+      redirect_uri: 'https://ok.example/cb',
+    });
     assert.match(kept.text, /value="Kept Name"/);
     assert.match(kept.text, /https:\/\/ok.example\/cb<\/textarea>/);
     const { listOwnedApplications } = await import('../../src/oauth/developer-applications.ts');
@@ -369,7 +539,13 @@ describe('the pages of /account/apps', () => {
     const { account, browser } = await developer();
     const created = await createApp(browser, { name: 'Guarded', redirect_uri: CALLBACK, confidential: true });
     const clientId = elementText(created.text, 'client-id')!;
-    const secretBefore = (await server.app.database.db.selectFrom('applications').select('secret_hash').where('client_id', '=', clientId).executeTakeFirstOrThrow()).secret_hash;
+    const secretBefore = (
+      await server.app.database.db
+        .selectFrom('applications')
+        .select('secret_hash')
+        .where('client_id', '=', clientId)
+        .executeTakeFirstOrThrow()
+    ).secret_hash;
     for (const [path, fields] of [
       ['/account/apps', { name: 'No Token' }],
       ['/account/apps/secret', { new_secret: clientId }],
@@ -383,12 +559,19 @@ describe('the pages of /account/apps', () => {
     }
     const { listOwnedApplications } = await import('../../src/oauth/developer-applications.ts');
     const apps = await listOwnedApplications(server.app.database.db, account.userId);
-    assert.deepEqual(apps.map((app) => [app.name, app.secretHash]), [['Guarded', secretBefore]]);
+    assert.deepEqual(
+      apps.map((app) => [app.name, app.secretHash]),
+      [['Guarded', secretBefore]],
+    );
   });
 
   test("another user's application: edit, new secret and delete answer as for an unknown one, and leak nothing", async () => {
     const owner = await developer();
-    const created = await createApp(owner.browser, { name: 'Owner Secret Project', redirect_uri: CALLBACK, confidential: true });
+    const created = await createApp(owner.browser, {
+      name: 'Owner Secret Project',
+      redirect_uri: CALLBACK,
+      confidential: true,
+    });
     const clientId = elementText(created.text, 'client-id')!;
     const other = await developer();
     const list = (await other.browser.fetch('/account/apps')).text;
@@ -397,12 +580,19 @@ describe('the pages of /account/apps', () => {
       const edit = await other.browser.fetch(`/account/apps/${id}`);
       assert.equal(edit.status, 404, id);
       assert.doesNotMatch(edit.text, /Owner Secret Project/);
-      const update = await postForm(other.browser, `/account/apps/${id}`, csrfOf(list, '/account/apps'), { name: 'Taken Over', redirect_uri: CALLBACK });
+      const update = await postForm(other.browser, `/account/apps/${id}`, csrfOf(list, '/account/apps'), {
+        name: 'Taken Over',
+        redirect_uri: CALLBACK,
+      });
       assert.equal(update.status, 404);
-      const renew = await postForm(other.browser, '/account/apps/secret', csrfOf(list, '/account/apps'), { new_secret: id });
+      const renew = await postForm(other.browser, '/account/apps/secret', csrfOf(list, '/account/apps'), {
+        new_secret: id,
+      });
       assert.equal(renew.status, 404);
       assert.doesNotMatch(renew.text, /id="client-secret"/);
-      const del = await postForm(other.browser, '/account/apps/delete', csrfOf(list, '/account/apps'), { delete_app: id });
+      const del = await postForm(other.browser, '/account/apps/delete', csrfOf(list, '/account/apps'), {
+        delete_app: id,
+      });
       assert.equal(del.status, 404);
     }
     const edit = await owner.browser.fetch(`/account/apps/${clientId}`);
@@ -412,21 +602,47 @@ describe('the pages of /account/apps', () => {
 
   test('edit: renames, narrows scopes (sessions holding a removed scope end), turns public (every session ends, the secret goes)', async () => {
     const { account: dev, browser } = await developer();
-    const created = await createApp(browser, { name: 'Map Maker', redirect_uri: CALLBACK, scope: ['common', 'users:read', 'monitor:read'], confidential: true });
+    const created = await createApp(browser, {
+      name: 'Map Maker',
+      redirect_uri: CALLBACK,
+      scope: ['common', 'users:read', 'monitor:read'],
+      confidential: true,
+    });
     const clientId = elementText(created.text, 'client-id')!;
     const clientSecret = elementText(created.text, 'client-secret')!;
     const { tokensThroughPages } = await import('../helpers/oauth.ts');
-    const wide = await tokensThroughPages(server, { clientId, clientSecret }, await newAccount(server), 'common users:read monitor:read');
-    const narrow = await tokensThroughPages(server, { clientId, clientSecret }, await newAccount(server), 'common users:read');
+    const wide = await tokensThroughPages(
+      server,
+      { clientId, clientSecret },
+      await newAccount(server),
+      'common users:read monitor:read',
+    );
+    const narrow = await tokensThroughPages(
+      server,
+      { clientId, clientSecret },
+      await newAccount(server),
+      'common users:read',
+    );
 
     const editPage = await browser.fetch(`/account/apps/${clientId}`);
     assert.match(editPage.text, /value="Map Maker"/);
     assert.match(editPage.text, /value="monitor:read" checked/);
     const csrf = csrfOf(editPage.text, `/account/apps/${clientId}`);
-    const invalid = await postForm(browser, `/account/apps/${clientId}`, csrf, { name: 'M', redirect_uri: CALLBACK, scope: ['common'], confidential: true });
+    const invalid = await postForm(browser, `/account/apps/${clientId}`, csrf, {
+      name: 'M',
+      redirect_uri: CALLBACK,
+      scope: ['common'],
+      confidential: true,
+    });
     assert.equal(invalid.status, 400);
     assert.match(fieldError(invalid.text, 'name') ?? '', /3 to 64/);
-    const saved = await postForm(browser, `/account/apps/${clientId}`, csrf, { name: 'Map Maker 2', website: 'https://maps.example', redirect_uri: CALLBACK, scope: ['common', 'users:read'], confidential: true });
+    const saved = await postForm(browser, `/account/apps/${clientId}`, csrf, {
+      name: 'Map Maker 2',
+      website: 'https://maps.example',
+      redirect_uri: CALLBACK,
+      scope: ['common', 'users:read'],
+      confidential: true,
+    });
     assert.equal(saved.status, 303, saved.text);
     assert.equal(saved.location, '/account/apps?done=updated');
     const list = await browser.fetch(saved.location!);
@@ -436,18 +652,29 @@ describe('the pages of /account/apps', () => {
     assert.equal((await bearer(narrow.access_token)).status, 200, 'the other one did not');
 
     // Public now: every session ends, the old secret is refused, no secret needed.
-    const toPublic = await postForm(browser, `/account/apps/${clientId}`, csrf, { name: 'Map Maker 2', redirect_uri: CALLBACK, scope: ['common', 'users:read'] });
+    const toPublic = await postForm(browser, `/account/apps/${clientId}`, csrf, {
+      name: 'Map Maker 2',
+      redirect_uri: CALLBACK,
+      scope: ['common', 'users:read'],
+    });
     assert.equal(toPublic.status, 303);
     assert.equal((await bearer(narrow.access_token)).status, 401);
     const listAfter = await browser.fetch('/account/apps');
     assert.match(listAfter.text, /Public \(no secret\)/);
     assert.doesNotMatch(listAfter.text, /name="new_secret"/);
     // And confidential again: a new secret, shown once.
-    const toConfidential = await postForm(browser, `/account/apps/${clientId}`, csrf, { name: 'Map Maker 2', redirect_uri: CALLBACK, scope: ['common', 'users:read'], confidential: true });
+    const toConfidential = await postForm(browser, `/account/apps/${clientId}`, csrf, {
+      name: 'Map Maker 2',
+      redirect_uri: CALLBACK,
+      scope: ['common', 'users:read'],
+      confidential: true,
+    });
     assert.equal(toConfidential.status, 200);
     const again = elementText(toConfidential.text, 'client-secret')!;
     assert.ok(again && again !== clientSecret);
-    const kinds = (await listSecurityEvents(server.app.database.db, { userId: dev.userId })).filter((event) => event.clientId === clientId).map((event) => event.kind);
+    const kinds = (await listSecurityEvents(server.app.database.db, { userId: dev.userId }))
+      .filter((event) => event.clientId === clientId)
+      .map((event) => event.kind);
     assert.equal(kinds.filter((kind) => kind === 'application_updated').length, 3);
   });
 
@@ -456,13 +683,18 @@ describe('the pages of /account/apps', () => {
     const page = await browser.fetch('/account/apps');
     const csrf = csrfOf(page.text, '/account/apps');
     const burst = await Promise.all(
-      Array.from({ length: MAX_APPLICATIONS_PER_USER + 8 }, (_, i) => postForm(browser, '/account/apps', csrf, { name: `Burst ${i}`, redirect_uri: CALLBACK, scope: ['common'] })),
+      Array.from({ length: MAX_APPLICATIONS_PER_USER + 8 }, (_, i) =>
+        postForm(browser, '/account/apps', csrf, { name: `Burst ${i}`, redirect_uri: CALLBACK, scope: ['common'] }),
+      ),
     );
     const statuses = burst.map((reply) => reply.status);
     assert.equal(statuses.filter((status) => status === 200).length, MAX_APPLICATIONS_PER_USER, statuses.join(','));
     assert.equal(statuses.filter((status) => status === 409).length, 8, statuses.join(','));
     const { listOwnedApplications } = await import('../../src/oauth/developer-applications.ts');
-    assert.equal((await listOwnedApplications(server.app.database.db, account.userId)).length, MAX_APPLICATIONS_PER_USER);
+    assert.equal(
+      (await listOwnedApplications(server.app.database.db, account.userId)).length,
+      MAX_APPLICATIONS_PER_USER,
+    );
     // The 26th, later: refused with a clear message; the page offers no form.
     const full = await browser.fetch('/account/apps');
     assert.doesNotMatch(full.text, /name="redirect_uri"/);

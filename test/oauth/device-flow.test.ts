@@ -11,8 +11,8 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { FormClient, assertOAuthError, newAccount, newApp, pkcePair, tokenRequest } from '../helpers/oauth.ts';
-import { TEST_HOST, startServer, type Reply, type TestServer } from '../helpers/server.ts';
+import { assertOAuthError, FormClient, newAccount, newApp, pkcePair, tokenRequest } from '../helpers/oauth.ts';
+import { type Reply, startServer, TEST_HOST, type TestServer } from '../helpers/server.ts';
 
 const ALPHABET = '23456789ABCDEFGHJKLMNPRSTUVWXYZ';
 const USER_CODE = new RegExp(`^[${ALPHABET}]{4}-[${ALPHABET}]{4}$`);
@@ -36,16 +36,29 @@ const form = (params: Record<string, string>) => ({
   headers: { 'content-type': 'application/x-www-form-urlencoded' },
 });
 
-
 /** POST /v4/device for `app`; answers the reply and the verifier of its challenge. */
-async function startDevice(server: TestServer, app: App, params: Record<string, string | undefined> = {}, headers: Record<string, string> = {}) {
+async function startDevice(
+  server: TestServer,
+  app: App,
+  params: Record<string, string | undefined> = {},
+  headers: Record<string, string> = {},
+) {
   const { verifier, challenge } = pkcePair();
   const body: Record<string, string> = {};
-  for (const [name, value] of Object.entries({ client_id: app.clientId, scope: 'common users:read', code_challenge: challenge, code_challenge_method: 'S256', ...params })) {
+  for (const [name, value] of Object.entries({
+    client_id: app.clientId,
+    scope: 'common users:read',
+    code_challenge: challenge,
+    code_challenge_method: 'S256',
+    ...params,
+  })) {
     if (value !== undefined) body[name] = value;
   }
   const request = form(body);
-  const reply = await server.request('POST', '/v4/device', { body: request.body, headers: { ...request.headers, ...headers } });
+  const reply = await server.request('POST', '/v4/device', {
+    body: request.body,
+    headers: { ...request.headers, ...headers },
+  });
   return { reply, verifier };
 }
 
@@ -56,11 +69,21 @@ async function deviceLogin(server: TestServer, app: App, params: Record<string, 
 }
 
 const poll = (server: TestServer, app: App, deviceCode: string, verifier: string, extra: Record<string, string> = {}) =>
-  tokenRequest(server, { grant_type: DEVICE_GRANT, client_id: app.clientId, device_code: deviceCode, code_verifier: verifier, ...extra });
+  tokenRequest(server, {
+    grant_type: DEVICE_GRANT,
+    client_id: app.clientId,
+    device_code: deviceCode,
+    code_verifier: verifier,
+    ...extra,
+  });
 
 /** Makes the last poll of a request `ms` older, instead of sleeping. */
 async function movePollBack(server: TestServer, deviceCode: string, ms: number) {
-  const row = await server.app.database.db.selectFrom('device_authorizations').select('last_polled_at').where('device_code', '=', deviceCode).executeTakeFirstOrThrow();
+  const row = await server.app.database.db
+    .selectFrom('device_authorizations')
+    .select('last_polled_at')
+    .where('device_code', '=', deviceCode)
+    .executeTakeFirstOrThrow();
   assert.notEqual(row.last_polled_at, null, 'the request was polled');
   await server.app.database.db
     .updateTable('device_authorizations')
@@ -73,14 +96,23 @@ async function movePollBack(server: TestServer, deviceCode: string, ms: number) 
  * The person on the device page: types `typed`, signs in, and decides. Answers the final page.
  * The consent page must show the device's code.
  */
-async function decideOnDevicePage(server: TestServer, typed: string, userCode: string, account: Account, decision: 'approve' | 'deny') {
+async function decideOnDevicePage(
+  server: TestServer,
+  typed: string,
+  userCode: string,
+  account: Account,
+  decision: 'approve' | 'deny',
+) {
   const browser = new FormClient(server);
   const entered = await browser.submit('/device', { user_code: typed });
   assert.equal(entered.status, 303, entered.text);
   assert.match(entered.location!, /^\/login\/[A-Za-z0-9_-]{43}$/);
   const signIn = await browser.fetch(entered.location!);
   assert.equal(signIn.status, 200, signIn.text);
-  assert.equal((await browser.submitOn(signIn.text, { username: account.username, password: account.password })).status, 303);
+  assert.equal(
+    (await browser.submitOn(signIn.text, { username: account.username, password: account.password })).status,
+    303,
+  );
   const consent = await browser.fetch(entered.location!);
   assert.match(consent.text, /name="decision"/, consent.text);
   assert.ok(consent.text.includes(`<strong>${userCode}</strong>`), 'the consent page shows the code to compare');
@@ -105,7 +137,14 @@ describe('device flow', () => {
       assert.equal(reply.headers.get('cache-control'), 'no-store');
       assert.match(reply.headers.get('content-type') ?? '', /^application\/json/);
       const device = reply.body as DeviceLogin;
-      assert.deepEqual(Object.keys(device).sort(), ['device_code', 'expires_in', 'interval', 'user_code', 'verification_uri', 'verification_uri_complete']);
+      assert.deepEqual(Object.keys(device).sort(), [
+        'device_code',
+        'expires_in',
+        'interval',
+        'user_code',
+        'verification_uri',
+        'verification_uri_complete',
+      ]);
       assert.match(device.device_code, UUID);
       assert.match(device.user_code, USER_CODE);
       assert.equal(device.verification_uri, `https://${TEST_HOST}/device`);
@@ -115,7 +154,9 @@ describe('device flow', () => {
     });
 
     test('user codes use only the alphabet without look-alikes, and each request gets its own codes', async () => {
-      const devices = await Promise.all(Array.from({ length: 12 }, async () => (await deviceLogin(server, app)).device));
+      const devices = await Promise.all(
+        Array.from({ length: 12 }, async () => (await deviceLogin(server, app)).device),
+      );
       for (const device of devices) assert.match(device.user_code, USER_CODE);
       assert.equal(new Set(devices.map((d) => d.user_code)).size, devices.length);
       assert.equal(new Set(devices.map((d) => d.device_code)).size, devices.length);
@@ -125,7 +166,9 @@ describe('device flow', () => {
 
     test('verification_uri_complete opens the device page with the code filled in', async () => {
       const { device } = await deviceLogin(server, app);
-      const page = await new FormClient(server).fetch(new URL(device.verification_uri_complete).pathname + new URL(device.verification_uri_complete).search);
+      const page = await new FormClient(server).fetch(
+        new URL(device.verification_uri_complete).pathname + new URL(device.verification_uri_complete).search,
+      );
       assert.equal(page.status, 200);
       assert.ok(page.text.includes(`name="user_code" class="code" value="${device.user_code}"`), page.text);
     });
@@ -142,16 +185,29 @@ describe('device flow', () => {
     });
 
     test('an unknown client is 401 invalid_client; a missing client_id is invalid_request', async () => {
-      assertOAuthError((await startDevice(server, { clientId: randomUUID(), clientSecret: null })).reply, 'invalid_client', 401);
+      assertOAuthError(
+        (await startDevice(server, { clientId: randomUUID(), clientSecret: null })).reply,
+        'invalid_client',
+        401,
+      );
       assertOAuthError((await startDevice(server, app, { client_id: undefined })).reply, 'invalid_request');
     });
 
     test('a confidential client needs its secret (401 invalid_client without it) and may use Basic', async () => {
       const confidential = await newApp(server, { confidential: true });
       assertOAuthError((await startDevice(server, confidential, { scope: 'common' })).reply, 'invalid_client', 401);
-      assert.equal((await startDevice(server, confidential, { scope: 'common', client_secret: confidential.clientSecret! })).reply.status, 201);
+      assert.equal(
+        (await startDevice(server, confidential, { scope: 'common', client_secret: confidential.clientSecret! })).reply
+          .status,
+        201,
+      );
       const basic = `Basic ${Buffer.from(`${confidential.clientId}:${confidential.clientSecret}`).toString('base64')}`;
-      const { reply } = await startDevice(server, confidential, { scope: 'common', client_id: undefined }, { authorization: basic });
+      const { reply } = await startDevice(
+        server,
+        confidential,
+        { scope: 'common', client_id: undefined },
+        { authorization: basic },
+      );
       assert.equal(reply.status, 201, reply.text);
     });
   });
@@ -192,7 +248,11 @@ describe('device flow', () => {
     test('an expired request is expired_token, and its user code is no longer accepted on the device page', async () => {
       const { device, verifier } = await deviceLogin(server, app);
       // Ten minutes are not waited for: the request's expiry is moved into the past.
-      await server.app.database.db.updateTable('device_authorizations').set({ expires_at: Date.now() - 1 }).where('device_code', '=', device.device_code).execute();
+      await server.app.database.db
+        .updateTable('device_authorizations')
+        .set({ expires_at: Date.now() - 1 })
+        .where('device_code', '=', device.device_code)
+        .execute();
       assertOAuthError(await poll(server, app, device.device_code, verifier), 'expired_token');
       const typed = await new FormClient(server).submit('/device', { user_code: device.user_code });
       assert.equal(typed.status, 400, typed.text);
@@ -223,7 +283,9 @@ describe('device flow', () => {
       assert.equal(reply.body.token_type, 'Bearer');
       assert.equal(reply.body.scope, 'common users:read');
       assert.equal(reply.body.expires_in, 3600);
-      const me = await server.request('GET', '/v4/user', { headers: { authorization: `Bearer ${reply.body.access_token}` } });
+      const me = await server.request('GET', '/v4/user', {
+        headers: { authorization: `Bearer ${reply.body.access_token}` },
+      });
       assert.equal(me.status, 200, me.text);
       assert.equal(me.body.userId, account.userId);
 
@@ -235,9 +297,17 @@ describe('device flow', () => {
 
     test('grant_type device_code is the same as the URN, a JSON body works, and scope omitted at the start is common', async () => {
       const { device, verifier } = await deviceLogin(server, app, { scope: undefined });
-      assert.equal((await decideOnDevicePage(server, device.user_code, device.user_code, account, 'approve')).status, 200);
+      assert.equal(
+        (await decideOnDevicePage(server, device.user_code, device.user_code, account, 'approve')).status,
+        200,
+      );
       const reply = await server.request('POST', '/v4/login', {
-        body: { grant_type: 'device_code', client_id: app.clientId, device_code: device.device_code, code_verifier: verifier },
+        body: {
+          grant_type: 'device_code',
+          client_id: app.clientId,
+          device_code: device.device_code,
+          code_verifier: verifier,
+        },
       });
       assert.equal(reply.status, 200, reply.text);
       assert.equal(reply.body.scope, 'common');
@@ -252,7 +322,10 @@ describe('device flow', () => {
 
     test('a wrong code_verifier after approval is invalid_grant and issues nothing', async () => {
       const { device, verifier } = await deviceLogin(server, app);
-      assert.equal((await decideOnDevicePage(server, device.user_code, device.user_code, account, 'approve')).status, 200);
+      assert.equal(
+        (await decideOnDevicePage(server, device.user_code, device.user_code, account, 'approve')).status,
+        200,
+      );
       assertOAuthError(await poll(server, app, device.device_code, pkcePair().verifier), 'invalid_grant');
       assert.equal((await poll(server, app, device.device_code, verifier)).status, 200);
     });
@@ -267,15 +340,31 @@ describe('device flow', () => {
 
     test('a missing device_code or code_verifier is invalid_request', async () => {
       const { device, verifier } = await deviceLogin(server, app);
-      assertOAuthError(await tokenRequest(server, { grant_type: DEVICE_GRANT, client_id: app.clientId, code_verifier: verifier }), 'invalid_request');
-      assertOAuthError(await tokenRequest(server, { grant_type: DEVICE_GRANT, client_id: app.clientId, device_code: device.device_code }), 'invalid_request');
+      assertOAuthError(
+        await tokenRequest(server, { grant_type: DEVICE_GRANT, client_id: app.clientId, code_verifier: verifier }),
+        'invalid_request',
+      );
+      assertOAuthError(
+        await tokenRequest(server, {
+          grant_type: DEVICE_GRANT,
+          client_id: app.clientId,
+          device_code: device.device_code,
+        }),
+        'invalid_request',
+      );
     });
 
     test('a confidential client polls with its secret; without it the poll is 401 invalid_client', async () => {
       const confidential = await newApp(server, { confidential: true });
-      const { device, verifier } = await deviceLogin(server, confidential, { scope: 'common', client_secret: confidential.clientSecret! });
+      const { device, verifier } = await deviceLogin(server, confidential, {
+        scope: 'common',
+        client_secret: confidential.clientSecret!,
+      });
       assertOAuthError(await poll(server, confidential, device.device_code, verifier), 'invalid_client', 401);
-      assertOAuthError(await poll(server, confidential, device.device_code, verifier, { client_secret: confidential.clientSecret! }), 'authorization_pending');
+      assertOAuthError(
+        await poll(server, confidential, device.device_code, verifier, { client_secret: confidential.clientSecret! }),
+        'authorization_pending',
+      );
     });
   });
 });

@@ -35,7 +35,11 @@ after(() => server.close());
  * A native app's redirect listener on an ephemeral loopback port: answers the browser and hands
  * over the URL it was called with.
  */
-async function redirectListener(): Promise<{ redirectUri: string; received: Promise<URL>; close: () => Promise<void> }> {
+async function redirectListener(): Promise<{
+  redirectUri: string;
+  received: Promise<URL>;
+  close: () => Promise<void>;
+}> {
   let deliver!: (url: URL) => void;
   const received = new Promise<URL>((resolve) => (deliver = resolve));
   const listener: Server = createServer((request, response) => {
@@ -44,14 +48,21 @@ async function redirectListener(): Promise<{ redirectUri: string; received: Prom
   });
   await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
   const { port } = listener.address() as { port: number };
-  return { redirectUri: `http://127.0.0.1:${port}/callback`, received, close: () => new Promise((resolve) => listener.close(() => resolve())) };
+  return {
+    redirectUri: `http://127.0.0.1:${port}/callback`,
+    received,
+    close: () => new Promise((resolve) => listener.close(() => resolve())),
+  };
 }
 
 /**
  * The browser: opens the authorization URL, signs in and approves on the service's pages, then
  * follows the redirect to the app's listener. Answers the URL the app received.
  */
-async function browserSignIn(authorizationUrl: URL, listener: Awaited<ReturnType<typeof redirectListener>>): Promise<URL> {
+async function browserSignIn(
+  authorizationUrl: URL,
+  listener: Awaited<ReturnType<typeof redirectListener>>,
+): Promise<URL> {
   const browser = new FormClient(server);
   const start = await browser.fetch(authorizationUrl.href);
   assert.equal(start.status, 302, start.text);
@@ -75,7 +86,10 @@ describe('oauth4webapi, configured from the discovery document', () => {
   let as: oauth.AuthorizationServer;
   before(async () => {
     const issuer = new URL(server.url);
-    as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, { algorithm: 'oauth2', ...insecure }));
+    as = await oauth.processDiscoveryResponse(
+      issuer,
+      await oauth.discoveryRequest(issuer, { algorithm: 'oauth2', ...insecure }),
+    );
     assert.equal(as.authorization_response_iss_parameter_supported, true);
   });
 
@@ -104,7 +118,15 @@ describe('oauth4webapi, configured from the discovery document', () => {
       wrongIss.searchParams.set('iss', 'https://attacker.example');
       assert.throws(() => oauth.validateAuthResponse(as, client, wrongIss, state), oauth.OperationProcessingError);
       const params = oauth.validateAuthResponse(as, client, callback, state);
-      const response = await oauth.authorizationCodeGrantRequest(as, client, clientAuth, params, listener.redirectUri, codeVerifier, insecure);
+      const response = await oauth.authorizationCodeGrantRequest(
+        as,
+        client,
+        clientAuth,
+        params,
+        listener.redirectUri,
+        codeVerifier,
+        insecure,
+      );
       return await oauth.processAuthorizationCodeResponse(as, client, response);
     } finally {
       await listener.close();
@@ -114,12 +136,18 @@ describe('oauth4webapi, configured from the discovery document', () => {
   async function userStatus(accessToken: string) {
     const response = await oauth
       .protectedResourceRequest(accessToken, 'GET', new URL(`${as.issuer}/v4/user`), undefined, undefined, insecure)
-      .catch((error: unknown) => (error instanceof oauth.WWWAuthenticateChallengeError ? error.response : Promise.reject(error)));
+      .catch((error: unknown) =>
+        error instanceof oauth.WWWAuthenticateChallengeError ? error.response : Promise.reject(error),
+      );
     return response.status;
   }
 
   const introspect = async (client: oauth.Client, clientAuth: oauth.ClientAuth, token: string) =>
-    oauth.processIntrospectionResponse(as, client, await oauth.introspectionRequest(as, client, clientAuth, token, insecure));
+    oauth.processIntrospectionResponse(
+      as,
+      client,
+      await oauth.introspectionRequest(as, client, clientAuth, token, insecure),
+    );
 
   const revoke = async (client: oauth.Client, clientAuth: oauth.ClientAuth, token: string) =>
     oauth.processRevocationResponse(await oauth.revocationRequest(as, client, clientAuth, token, insecure));
@@ -133,7 +161,11 @@ describe('oauth4webapi, configured from the discovery document', () => {
     assert.equal(tokens.scope, SCOPE);
     assert.equal(await userStatus(tokens.access_token), 200);
 
-    const refreshed = await oauth.processRefreshTokenResponse(as, client, await oauth.refreshTokenGrantRequest(as, client, clientAuth, tokens.refresh_token!, insecure));
+    const refreshed = await oauth.processRefreshTokenResponse(
+      as,
+      client,
+      await oauth.refreshTokenGrantRequest(as, client, clientAuth, tokens.refresh_token!, insecure),
+    );
     assert.notEqual(refreshed.access_token, tokens.access_token);
     assert.equal(await userStatus(tokens.access_token), 401);
 
@@ -152,7 +184,11 @@ describe('oauth4webapi, configured from the discovery document', () => {
     assert.equal(await userStatus(refreshed.access_token), 401);
     assert.equal((await introspect(client, clientAuth, refreshed.access_token)).active, false);
     await assert.rejects(
-      oauth.processRefreshTokenResponse(as, client, await oauth.refreshTokenGrantRequest(as, client, clientAuth, refreshed.refresh_token!, insecure)),
+      oauth.processRefreshTokenResponse(
+        as,
+        client,
+        await oauth.refreshTokenGrantRequest(as, client, clientAuth, refreshed.refresh_token!, insecure),
+      ),
       (error: unknown) => error instanceof oauth.ResponseBodyError && error.error === 'invalid_grant',
     );
   });
@@ -162,7 +198,8 @@ describe('oauth4webapi, configured from the discovery document', () => {
     const client: oauth.Client = { client_id: app.clientId };
     const tokens = await signIn(client, oauth.ClientSecretPost(app.clientSecret!));
     const wrong = oauth.ClientSecretPost('not-the-secret');
-    const isInvalidClient = (error: unknown) => error instanceof oauth.ResponseBodyError && error.error === 'invalid_client' && error.status === 401;
+    const isInvalidClient = (error: unknown) =>
+      error instanceof oauth.ResponseBodyError && error.error === 'invalid_client' && error.status === 401;
     await assert.rejects(introspect(client, wrong, tokens.access_token), isInvalidClient);
     await assert.rejects(revoke(client, wrong, tokens.access_token), isInvalidClient);
     assert.equal(await userStatus(tokens.access_token), 200);
@@ -173,16 +210,25 @@ describe('oauth4webapi, configured from the discovery document', () => {
     const client: oauth.Client = { client_id: app.clientId, token_endpoint_auth_method: 'none' };
     const clientAuth = oauth.None();
     const tokens = await signIn(client, clientAuth);
-    const refreshed = await oauth.processRefreshTokenResponse(as, client, await oauth.refreshTokenGrantRequest(as, client, clientAuth, tokens.refresh_token!, insecure));
+    const refreshed = await oauth.processRefreshTokenResponse(
+      as,
+      client,
+      await oauth.refreshTokenGrantRequest(as, client, clientAuth, tokens.refresh_token!, insecure),
+    );
     assert.equal(await userStatus(refreshed.access_token), 200);
     await assert.rejects(
       introspect(client, clientAuth, refreshed.access_token),
-      (error: unknown) => error instanceof oauth.ResponseBodyError && error.error === 'invalid_client' && error.status === 401,
+      (error: unknown) =>
+        error instanceof oauth.ResponseBodyError && error.error === 'invalid_client' && error.status === 401,
     );
     await revoke(client, clientAuth, refreshed.access_token);
     assert.equal(await userStatus(refreshed.access_token), 401);
     await assert.rejects(
-      oauth.processRefreshTokenResponse(as, client, await oauth.refreshTokenGrantRequest(as, client, clientAuth, refreshed.refresh_token!, insecure)),
+      oauth.processRefreshTokenResponse(
+        as,
+        client,
+        await oauth.refreshTokenGrantRequest(as, client, clientAuth, refreshed.refresh_token!, insecure),
+      ),
       (error: unknown) => error instanceof oauth.ResponseBodyError && error.error === 'invalid_grant',
     );
   });
@@ -191,10 +237,16 @@ describe('oauth4webapi, configured from the discovery document', () => {
 describe('openid-client 6, configured from the discovery document', () => {
   /** openid-client's documented opt-in for a plain-http issuer; the issuer is discovered with RFC 8414's well-known path. */
   const discover = (clientId: string, secret: string | undefined, auth: openid.ClientAuth) =>
-    openid.discovery(new URL(server.url), clientId, secret === undefined ? undefined : { client_secret: secret }, auth, {
-      execute: [openid.allowInsecureRequests],
-      algorithm: 'oauth2',
-    });
+    openid.discovery(
+      new URL(server.url),
+      clientId,
+      secret === undefined ? undefined : { client_secret: secret },
+      auth,
+      {
+        execute: [openid.allowInsecureRequests],
+        algorithm: 'oauth2',
+      },
+    );
 
   async function signIn(config: openid.Configuration) {
     const listener = await redirectListener();
@@ -213,8 +265,13 @@ describe('openid-client 6, configured from the discovery document', () => {
       // The iss check is on: the same response with another iss is refused before any token request.
       const forged = new URL(callback);
       forged.searchParams.set('iss', 'https://attacker.example');
-      await assert.rejects(openid.authorizationCodeGrant(config, forged, { pkceCodeVerifier: verifier, expectedState: state }));
-      return await openid.authorizationCodeGrant(config, callback, { pkceCodeVerifier: verifier, expectedState: state });
+      await assert.rejects(
+        openid.authorizationCodeGrant(config, forged, { pkceCodeVerifier: verifier, expectedState: state }),
+      );
+      return await openid.authorizationCodeGrant(config, callback, {
+        pkceCodeVerifier: verifier,
+        expectedState: state,
+      });
     } finally {
       await listener.close();
     }
@@ -222,7 +279,14 @@ describe('openid-client 6, configured from the discovery document', () => {
 
   async function userStatus(config: openid.Configuration, accessToken: string) {
     try {
-      return (await openid.fetchProtectedResource(config, accessToken, new URL(`${config.serverMetadata().issuer}/v4/user`), 'GET')).status;
+      return (
+        await openid.fetchProtectedResource(
+          config,
+          accessToken,
+          new URL(`${config.serverMetadata().issuer}/v4/user`),
+          'GET',
+        )
+      ).status;
     } catch (error) {
       if (error instanceof openid.WWWAuthenticateChallengeError) return error.response.status;
       throw error;
@@ -235,7 +299,13 @@ describe('openid-client 6, configured from the discovery document', () => {
     const metadata = config.serverMetadata();
     assert.equal(metadata.issuer, server.url);
     assert.equal(metadata.authorization_response_iss_parameter_supported, true);
-    for (const endpoint of ['authorization_endpoint', 'token_endpoint', 'revocation_endpoint', 'introspection_endpoint', 'device_authorization_endpoint'] as const) {
+    for (const endpoint of [
+      'authorization_endpoint',
+      'token_endpoint',
+      'revocation_endpoint',
+      'introspection_endpoint',
+      'device_authorization_endpoint',
+    ] as const) {
       assert.ok(metadata[endpoint]?.startsWith(`${server.url}/v4/`), endpoint);
     }
   });
@@ -258,14 +328,19 @@ describe('openid-client 6, configured from the discovery document', () => {
     assert.equal(active.sub, account.userId);
     assert.equal(active.username, account.username);
     assert.equal(active.client_id, app.clientId);
-    const refreshInfo = await openid.tokenIntrospection(config, refreshed.refresh_token!, { token_type_hint: 'refresh_token' });
+    const refreshInfo = await openid.tokenIntrospection(config, refreshed.refresh_token!, {
+      token_type_hint: 'refresh_token',
+    });
     assert.equal(refreshInfo.active, true);
     assert.equal(refreshInfo.exp! - refreshInfo.iat!, 30 * 24 * 3600);
 
     await openid.tokenRevocation(config, refreshed.access_token, { token_type_hint: 'access_token' });
     assert.equal(await userStatus(config, refreshed.access_token), 401);
     assert.deepEqual(await openid.tokenIntrospection(config, refreshed.refresh_token!), { active: false });
-    await assert.rejects(openid.refreshTokenGrant(config, refreshed.refresh_token!), (error: unknown) => error instanceof openid.ResponseBodyError && error.error === 'invalid_grant');
+    await assert.rejects(
+      openid.refreshTokenGrant(config, refreshed.refresh_token!),
+      (error: unknown) => error instanceof openid.ResponseBodyError && error.error === 'invalid_grant',
+    );
     // Revoking again, or an unknown token, is still a success to the client.
     await openid.tokenRevocation(config, refreshed.access_token);
     await openid.tokenRevocation(config, 'never-issued');
@@ -275,7 +350,11 @@ describe('openid-client 6, configured from the discovery document', () => {
     const mine = await registerApp(true);
     const theirs = await registerApp(true);
     const myConfig = await discover(mine.clientId, mine.clientSecret!, openid.ClientSecretPost(mine.clientSecret!));
-    const theirConfig = await discover(theirs.clientId, theirs.clientSecret!, openid.ClientSecretPost(theirs.clientSecret!));
+    const theirConfig = await discover(
+      theirs.clientId,
+      theirs.clientSecret!,
+      openid.ClientSecretPost(theirs.clientSecret!),
+    );
     const theirTokens = await signIn(theirConfig);
     assert.deepEqual(await openid.tokenIntrospection(myConfig, theirTokens.access_token), { active: false });
     await openid.tokenRevocation(myConfig, theirTokens.refresh_token!);

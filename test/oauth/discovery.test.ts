@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { SCOPES } from '../../src/oauth/scopes.ts';
 import { assertOAuthError, authorize, newAccount, newApp, pkcePair, tokenRequest } from '../helpers/oauth.ts';
-import { TEST_HOST, startServer, type TestServer } from '../helpers/server.ts';
+import { startServer, TEST_HOST, type TestServer } from '../helpers/server.ts';
 
 const PATH = '/.well-known/oauth-authorization-server';
 const BASE = `https://${TEST_HOST}`;
@@ -84,8 +84,20 @@ describe('every advertised capability is real', () => {
     const app = await newApp(server, { scopes: metadata.scopes_supported });
     const account = await newAccount(server);
     const { verifier, challenge } = pkcePair();
-    const back = await authorize(server, { clientId: app.clientId, challenge, username: account.username, password: account.password, scope: metadata.scopes_supported.join(' ') });
-    const tokens = await tokenRequest(server, { grant_type: 'authorization_code', client_id: app.clientId, code: back.searchParams.get('code')!, redirect_uri: back.origin + back.pathname, code_verifier: verifier });
+    const back = await authorize(server, {
+      clientId: app.clientId,
+      challenge,
+      username: account.username,
+      password: account.password,
+      scope: metadata.scopes_supported.join(' '),
+    });
+    const tokens = await tokenRequest(server, {
+      grant_type: 'authorization_code',
+      client_id: app.clientId,
+      code: back.searchParams.get('code')!,
+      redirect_uri: back.origin + back.pathname,
+      code_verifier: verifier,
+    });
     assert.equal(tokens.status, 200, tokens.text);
     assert.deepEqual(tokens.body.scope.split(' ').sort(), [...metadata.scopes_supported].sort());
   });
@@ -97,14 +109,23 @@ describe('every advertised capability is real', () => {
       assert.equal(reply.status, 400, `${grantType}: ${reply.text}`);
       assert.notEqual(reply.body.error, 'unsupported_grant_type', grantType);
     }
-    assertOAuthError(await tokenRequest(server, { grant_type: 'client_credentials', client_id: app.clientId }), 'unsupported_grant_type');
-    assertOAuthError(await tokenRequest(server, { grant_type: 'password', client_id: app.clientId }), 'unsupported_grant_type');
+    assertOAuthError(
+      await tokenRequest(server, { grant_type: 'client_credentials', client_id: app.clientId }),
+      'unsupported_grant_type',
+    );
+    assertOAuthError(
+      await tokenRequest(server, { grant_type: 'password', client_id: app.clientId }),
+      'unsupported_grant_type',
+    );
   });
 
   test('a grant_type naming an Object.prototype key is unsupported_grant_type, not a server error', async () => {
     const app = await newApp(server);
     for (const grantType of ['toString', '__proto__', 'constructor', 'hasOwnProperty']) {
-      assertOAuthError(await tokenRequest(server, { grant_type: grantType, client_id: app.clientId }), 'unsupported_grant_type');
+      assertOAuthError(
+        await tokenRequest(server, { grant_type: grantType, client_id: app.clientId }),
+        'unsupported_grant_type',
+      );
     }
   });
 
@@ -124,19 +145,33 @@ describe('every advertised capability is real', () => {
     const ok = await server.request('GET', `/v4/login?${query({})}`);
     assert.equal(ok.status, 302);
     assert.match(ok.headers.get('location')!, /\/login\//);
-    const token = new URL((await server.request('GET', `/v4/login?${query({ response_type: 'token' })}`)).headers.get('location')!);
+    const token = new URL(
+      (await server.request('GET', `/v4/login?${query({ response_type: 'token' })}`)).headers.get('location')!,
+    );
     assert.equal(token.searchParams.get('error'), 'unsupported_response_type');
-    const plain = new URL((await server.request('GET', `/v4/login?${query({ code_challenge_method: 'plain' })}`)).headers.get('location')!);
+    const plain = new URL(
+      (await server.request('GET', `/v4/login?${query({ code_challenge_method: 'plain' })}`)).headers.get('location')!,
+    );
     assert.equal(plain.searchParams.get('error'), 'invalid_request');
   });
 
   test('the revocation and introspection endpoints it names answer POST', async () => {
     const app = await newApp(server, { confidential: true });
     const form = { 'content-type': 'application/x-www-form-urlencoded' };
-    const body = new URLSearchParams({ token: 'x', client_id: app.clientId, client_secret: app.clientSecret! }).toString();
-    const revoked = await server.request('POST', new URL(metadata.revocation_endpoint).pathname, { body, headers: form });
+    const body = new URLSearchParams({
+      token: 'x',
+      client_id: app.clientId,
+      client_secret: app.clientSecret!,
+    }).toString();
+    const revoked = await server.request('POST', new URL(metadata.revocation_endpoint).pathname, {
+      body,
+      headers: form,
+    });
     assert.equal(revoked.status, 200, revoked.text);
-    const introspected = await server.request('POST', new URL(metadata.introspection_endpoint).pathname, { body, headers: form });
+    const introspected = await server.request('POST', new URL(metadata.introspection_endpoint).pathname, {
+      body,
+      headers: form,
+    });
     assert.deepEqual(introspected.body, { active: false });
   });
 });

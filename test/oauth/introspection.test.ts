@@ -24,10 +24,14 @@ before(async () => {
 after(() => server.close());
 
 const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
-const basic = (client: App, secret = client.clientSecret!) => `Basic ${Buffer.from(`${client.clientId}:${encodeURIComponent(secret)}`).toString('base64')}`;
+const basic = (client: App, secret = client.clientSecret!) =>
+  `Basic ${Buffer.from(`${client.clientId}:${encodeURIComponent(secret)}`).toString('base64')}`;
 
 function introspect(params: Record<string, string>, headers: Record<string, string> = {}) {
-  return server.request('POST', '/v4/introspect', { body: new URLSearchParams(params).toString(), headers: { ...FORM, ...headers } });
+  return server.request('POST', '/v4/introspect', {
+    body: new URLSearchParams(params).toString(),
+    headers: { ...FORM, ...headers },
+  });
 }
 
 /** Introspects `token` as `client` (secret in the body) and answers the body after checking the envelope. */
@@ -46,7 +50,16 @@ describe('an active token of the calling client', () => {
     const before = nowSeconds();
     const tokens = await tokensThroughPages(server, app, account);
     const body = await introspected(tokens.access_token);
-    assert.deepEqual(Object.keys(body).sort(), ['active', 'client_id', 'exp', 'iat', 'scope', 'sub', 'token_type', 'username']);
+    assert.deepEqual(Object.keys(body).sort(), [
+      'active',
+      'client_id',
+      'exp',
+      'iat',
+      'scope',
+      'sub',
+      'token_type',
+      'username',
+    ]);
     assert.equal(body.active, true);
     assert.equal(body.scope, 'common users:read');
     assert.equal(body.client_id, app.clientId);
@@ -70,7 +83,10 @@ describe('an active token of the calling client', () => {
 
   test('HTTP Basic works as well as the body; token_type_hint is only a hint', async () => {
     const tokens = await tokensThroughPages(server, app, account);
-    const reply = await introspect({ token: tokens.refresh_token, token_type_hint: 'access_token' }, { authorization: basic(app) });
+    const reply = await introspect(
+      { token: tokens.refresh_token, token_type_hint: 'access_token' },
+      { authorization: basic(app) },
+    );
     assert.equal(reply.status, 200, reply.text);
     assert.equal(reply.body.active, true);
     assert.equal(reply.body.exp, tokens.refresh_token_expiration);
@@ -78,7 +94,12 @@ describe('an active token of the calling client', () => {
 
   test('after a refresh the old tokens are inactive and the new ones active', async () => {
     const tokens = await tokensThroughPages(server, app, account);
-    const refreshed = await tokenRequest(server, { grant_type: 'refresh_token', client_id: app.clientId, client_secret: app.clientSecret!, refresh_token: tokens.refresh_token });
+    const refreshed = await tokenRequest(server, {
+      grant_type: 'refresh_token',
+      client_id: app.clientId,
+      client_secret: app.clientSecret!,
+      refresh_token: tokens.refresh_token,
+    });
     assert.equal(refreshed.status, 200, refreshed.text);
     assert.deepEqual(await introspected(tokens.access_token), { active: false });
     assert.deepEqual(await introspected(tokens.refresh_token), { active: false });
@@ -104,17 +125,29 @@ describe('inactive: exactly {"active":false}', () => {
     const tokens = await tokensThroughPages(server, app, account);
     const db = server.app.database.db;
     const where = hashSecret(tokens.access_token);
-    await db.updateTable('sessions').set({ access_expires_at: Date.now() - 1 }).where('access_token_hash', '=', where).execute();
+    await db
+      .updateTable('sessions')
+      .set({ access_expires_at: Date.now() - 1 })
+      .where('access_token_hash', '=', where)
+      .execute();
     assert.deepEqual(await introspected(tokens.access_token), { active: false });
     assert.equal((await introspected(tokens.refresh_token)).active, true);
-    await db.updateTable('sessions').set({ refresh_expires_at: Date.now() - 1 }).where('access_token_hash', '=', where).execute();
+    await db
+      .updateTable('sessions')
+      .set({ refresh_expires_at: Date.now() - 1 })
+      .where('access_token_hash', '=', where)
+      .execute();
     assert.deepEqual(await introspected(tokens.refresh_token), { active: false });
   });
 
   test('revoked tokens, by revocation or by signing out', async () => {
     const tokens = await tokensThroughPages(server, app, account);
     const revoked = await server.request('POST', '/v4/revoke', {
-      body: new URLSearchParams({ token: tokens.access_token, client_id: app.clientId, client_secret: app.clientSecret! }).toString(),
+      body: new URLSearchParams({
+        token: tokens.access_token,
+        client_id: app.clientId,
+        client_secret: app.clientSecret!,
+      }).toString(),
       headers: FORM,
     });
     assert.equal(revoked.status, 200);
@@ -122,7 +155,9 @@ describe('inactive: exactly {"active":false}', () => {
     assert.deepEqual(await introspected(tokens.refresh_token), { active: false });
 
     const other = await tokensThroughPages(server, app, account);
-    const signOut = await server.request('DELETE', '/v4/session', { headers: { authorization: `Bearer ${other.access_token}` } });
+    const signOut = await server.request('DELETE', '/v4/session', {
+      headers: { authorization: `Bearer ${other.access_token}` },
+    });
     assert.ok(signOut.status < 300, signOut.text);
     assert.deepEqual(await introspected(other.refresh_token), { active: false });
   });
@@ -133,7 +168,10 @@ describe('inactive: exactly {"active":false}', () => {
     assert.deepEqual(await introspected(tokens.access_token), { active: false });
     assert.deepEqual(await introspected(tokens.refresh_token), { active: false });
     assert.equal((await introspected(tokens.access_token, otherApp)).active, true);
-    assert.equal((await server.request('GET', '/v4/user', { headers: { authorization: `Bearer ${tokens.access_token}` } })).status, 200);
+    assert.equal(
+      (await server.request('GET', '/v4/user', { headers: { authorization: `Bearer ${tokens.access_token}` } })).status,
+      200,
+    );
   });
 });
 
@@ -145,7 +183,10 @@ describe('client authentication', () => {
     assertOAuthError(reply, 'invalid_client', 401);
     assert.equal(reply.headers.get('www-authenticate'), null);
     // Basic with an empty secret is still a public client; the Basic challenge comes with the 401.
-    const viaBasic = await introspect({ token: tokens.access_token }, { authorization: `Basic ${Buffer.from(`${publicApp.clientId}:`).toString('base64')}` });
+    const viaBasic = await introspect(
+      { token: tokens.access_token },
+      { authorization: `Basic ${Buffer.from(`${publicApp.clientId}:`).toString('base64')}` },
+    );
     assertOAuthError(viaBasic, 'invalid_client', 401);
     assert.match(viaBasic.headers.get('www-authenticate') ?? '', /^Basic /);
   });
@@ -156,7 +197,11 @@ describe('client authentication', () => {
       await introspect({ token: tokens.access_token, client_id: app.clientId, client_secret: 'wrong' }),
       await introspect({ token: tokens.access_token }, { authorization: basic(app, 'wrong') }),
       await introspect({ token: tokens.access_token, client_id: app.clientId }),
-      await introspect({ token: tokens.access_token, client_id: '00000000-0000-4000-8000-000000000000', client_secret: 'x' }),
+      await introspect({
+        token: tokens.access_token,
+        client_id: '00000000-0000-4000-8000-000000000000',
+        client_secret: 'x',
+      }),
     ]) {
       assertOAuthError(reply, 'invalid_client', 401);
       assert.equal(reply.body.active, undefined);
@@ -164,7 +209,10 @@ describe('client authentication', () => {
   });
 
   test('a missing token or client_id, or a repeated parameter, is invalid_request', async () => {
-    assertOAuthError(await introspect({ client_id: app.clientId, client_secret: app.clientSecret! }), 'invalid_request');
+    assertOAuthError(
+      await introspect({ client_id: app.clientId, client_secret: app.clientSecret! }),
+      'invalid_request',
+    );
     assertOAuthError(await introspect({ token: 'x' }), 'invalid_request');
     const repeated = await server.request('POST', '/v4/introspect', {
       body: `client_id=${app.clientId}&client_secret=${encodeURIComponent(app.clientSecret!)}&token=a&token=b`,

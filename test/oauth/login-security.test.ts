@@ -5,15 +5,27 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { FormClient, REDIRECT_URI, newAccount, newApp, pkcePair, startLogin } from '../helpers/oauth.ts';
+import { FormClient, newAccount, newApp, pkcePair, REDIRECT_URI, startLogin } from '../helpers/oauth.ts';
 import { freshDatabase, redisReady, startServer, type TestDatabase, type TestServer } from '../helpers/server.ts';
 
 type Page = Awaited<ReturnType<FormClient['fetch']>>;
 
-const CSP = ["default-src 'none'", "style-src 'self'", "img-src 'self' data:", "script-src 'self'", "connect-src 'self'", "base-uri 'none'", "frame-ancestors 'none'"];
+const CSP = [
+  "default-src 'none'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "script-src 'self'",
+  "connect-src 'self'",
+  "base-uri 'none'",
+  "frame-ancestors 'none'",
+];
 
 /** The directives of a Content-Security-Policy header, in order. */
-const cspDirectives = (page: Page) => (page.headers.get('content-security-policy') ?? '').split(';').map((directive) => directive.trim()).filter(Boolean);
+const cspDirectives = (page: Page) =>
+  (page.headers.get('content-security-policy') ?? '')
+    .split(';')
+    .map((directive) => directive.trim())
+    .filter(Boolean);
 
 /** A new interaction of a new app: the login page path (/login/…). */
 async function loginPage(server: TestServer, params: Record<string, string> = {}) {
@@ -27,10 +39,12 @@ function setCookie(page: Page, name: string) {
   if (!line) return undefined;
   const [pair, ...attributes] = line.split(';').map((part) => part.trim());
   const value = pair!.slice(name.length + 1);
-  const attrs = new Map(attributes.map((attribute) => {
-    const [key, ...rest] = attribute.split('=');
-    return [key!.toLowerCase(), rest.join('=')] as const;
-  }));
+  const attrs = new Map(
+    attributes.map((attribute) => {
+      const [key, ...rest] = attribute.split('=');
+      return [key!.toLowerCase(), rest.join('=')] as const;
+    }),
+  );
   return { value, attrs, line };
 }
 
@@ -115,7 +129,9 @@ describe('sign-in form', () => {
     const get = await browser.fetch(unknown);
     assert.equal(get.status, 404);
     assert.match(get.text, /This sign-in has expired/);
-    const post = await browser.fetch(`${unknown}/password`, { form: { _csrf: csrfOf(form.text), username: 'x', password: 'y' } });
+    const post = await browser.fetch(`${unknown}/password`, {
+      form: { _csrf: csrfOf(form.text), username: 'x', password: 'y' },
+    });
     assert.equal(post.status, 404);
     assert.equal(setCookie(post, 'sid'), undefined);
   });
@@ -174,7 +190,9 @@ describe('failed sign-in limit per IP', () => {
     const action = `${page}/password`;
     // Each attempt names another (unknown) account, so only the IP count can stop them.
     for (let i = 1; i <= PER_IP; i++) {
-      const reply = await browser.fetch(action, { form: { _csrf: csrf, username: `guess-${i}`, password: 'guessed password' } });
+      const reply = await browser.fetch(action, {
+        form: { _csrf: csrf, username: `guess-${i}`, password: 'guessed password' },
+      });
       assert.equal(reply.status, 401, `attempt ${i}: ${reply.text}`);
     }
     const refused = await signIn(new FormClient(server), page, account.username, account.password);
@@ -195,7 +213,12 @@ describe('wrong device codes are limited', () => {
   test(`after ${MAX} wrong user codes even a valid code is refused with 429`, async () => {
     const app = await newApp(server);
     const started = await server.request('POST', '/v4/device', {
-      body: new URLSearchParams({ client_id: app.clientId, scope: 'common', code_challenge: pkcePair().challenge, code_challenge_method: 'S256' }).toString(),
+      body: new URLSearchParams({
+        client_id: app.clientId,
+        scope: 'common',
+        code_challenge: pkcePair().challenge,
+        code_challenge_method: 'S256',
+      }).toString(),
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
     });
     assert.equal(started.status, 201, started.text);
@@ -231,7 +254,12 @@ describe('CSRF protection', () => {
       const page = await loginPage(server);
       const browser = new FormClient(server);
       const form = await browser.fetch(page);
-      const reply = await postWithCsrf(browser, form.text, { username: account.username, password: account.password }, csrf);
+      const reply = await postWithCsrf(
+        browser,
+        form.text,
+        { username: account.username, password: account.password },
+        csrf,
+      );
       assert.equal(reply.status, 403, reply.text);
       assert.match(reply.text, /<h1>Please try again<\/h1>/);
       assert.equal(setCookie(reply, 'sid'), undefined);
@@ -246,7 +274,12 @@ describe('CSRF protection', () => {
     const attackersToken = csrfOf((await attacker.fetch(page)).text);
     const victim = new FormClient(server);
     const form = await victim.fetch(page);
-    const reply = await postWithCsrf(victim, form.text, { username: account.username, password: account.password }, attackersToken);
+    const reply = await postWithCsrf(
+      victim,
+      form.text,
+      { username: account.username, password: account.password },
+      attackersToken,
+    );
     assert.equal(reply.status, 403, reply.text);
     assert.equal(setCookie(reply, 'sid'), undefined);
   });
@@ -259,7 +292,10 @@ describe('CSRF protection', () => {
       headers: { 'content-type': 'application/x-www-form-urlencoded', origin: 'https://evil.example' },
     });
     assert.equal(reply.status, 403, reply.text);
-    assert.equal(reply.headers.getSetCookie().some((cookie) => cookie.startsWith('sid=')), false);
+    assert.equal(
+      reply.headers.getSetCookie().some((cookie) => cookie.startsWith('sid=')),
+      false,
+    );
   });
 
   test('a consent POST without the CSRF token issues no code, and the consent still works with it', async () => {
@@ -321,7 +357,10 @@ describe('security headers and cookies (https BASE_URL)', () => {
     assert.equal(forbidden.status, 403);
     assertSecurityHeaders(forbidden);
     // The pages load nothing from elsewhere: the stylesheet and the (passkey) script are the service's own.
-    assert.deepEqual([...signin.text.matchAll(/<(?:link|script|img)\b[^>]*?(?:href|src)="([^"]+)"/g)].map((match) => match[1]), ['/assets/site.css', '/assets/passkeys.js']);
+    assert.deepEqual(
+      [...signin.text.matchAll(/<(?:link|script|img)\b[^>]*?(?:href|src)="([^"]+)"/g)].map((match) => match[1]),
+      ['/assets/site.css', '/assets/passkeys.js'],
+    );
     // Its links (create an account, forgot the password) stay on the service too.
     for (const [, target] of signin.text.matchAll(/<a\b[^>]*?href="([^"]+)"/g)) assert.match(target!, /^\/(?!\/)/);
   });
@@ -403,7 +442,11 @@ describe('cookies with an http BASE_URL', () => {
 });
 
 /** Statuses of replies, counted: { 401: 10, 429: 30 }. */
-const tally = (replies: Array<{ status: number }>) => replies.reduce<Record<number, number>>((counts, { status }) => ({ ...counts, [status]: (counts[status] ?? 0) + 1 }), {});
+const tally = (replies: Array<{ status: number }>) =>
+  replies.reduce<Record<number, number>>(
+    (counts, { status }) => ({ ...counts, [status]: (counts[status] ?? 0) + 1 }),
+    {},
+  );
 
 /** An address of TEST-NET-3 for request number `i` (X-Forwarded-For behind TRUST_PROXY). */
 const address = (i: number) => ({ 'x-forwarded-for': `203.0.113.${i % 250}` });
@@ -416,16 +459,28 @@ describe('simultaneous wrong passwords are held to the limits (counted before th
   after(() => server.close());
 
   /** `count` sign-ins at once on one page; `fields(i)` and `headers(i)` vary them. */
-  async function burst(page: string, count: number, fields: (i: number) => Record<string, string>, headers: (i: number) => Record<string, string>) {
+  async function burst(
+    page: string,
+    count: number,
+    fields: (i: number) => Record<string, string>,
+    headers: (i: number) => Record<string, string>,
+  ) {
     const browser = new FormClient(server);
     const form = await browser.fetch(page);
-    return Promise.all(Array.from({ length: count }, (_, i) => browser.submitOn(form.text, fields(i), undefined, headers(i))));
+    return Promise.all(
+      Array.from({ length: count }, (_, i) => browser.submitOn(form.text, fields(i), undefined, headers(i))),
+    );
   }
 
   test('40 wrong passwords for one account at once, from 40 addresses: 10 are checked (401), 30 refused (429)', async () => {
     const account = await newAccount(server);
     const page = await loginPage(server);
-    const replies = await burst(page, 40, (i) => ({ username: account.username, password: `wrong password ${i}` }), (i) => address(i));
+    const replies = await burst(
+      page,
+      40,
+      (i) => ({ username: account.username, password: `wrong password ${i}` }),
+      (i) => address(i),
+    );
     assert.deepEqual(tally(replies), { 401: 10, 429: 30 });
     const refused = await signIn(new FormClient(server), page, account.username, account.password);
     assert.equal(refused.status, 429, 'the limit is used up: even the right password is refused');
@@ -435,12 +490,32 @@ describe('simultaneous wrong passwords are held to the limits (counted before th
     const account = await newAccount(server);
     const page = await loginPage(server);
     const from = { 'x-forwarded-for': '198.51.100.80' };
-    const replies = await burst(page, 80, (i) => ({ username: `nobody-${i}`, password: 'guessed password' }), () => from);
+    const replies = await burst(
+      page,
+      80,
+      (i) => ({ username: `nobody-${i}`, password: 'guessed password' }),
+      () => from,
+    );
     assert.deepEqual(tally(replies), { 401: 30, 429: 50 });
     const browser = new FormClient(server);
     const form = await browser.fetch(page);
-    assert.equal((await browser.submitOn(form.text, { username: account.username, password: account.password }, undefined, from)).status, 429);
-    assert.equal((await browser.submitOn(form.text, { username: account.username, password: account.password }, undefined, address(81))).status, 303, 'another address is not limited');
+    assert.equal(
+      (await browser.submitOn(form.text, { username: account.username, password: account.password }, undefined, from))
+        .status,
+      429,
+    );
+    assert.equal(
+      (
+        await browser.submitOn(
+          form.text,
+          { username: account.username, password: account.password },
+          undefined,
+          address(81),
+        )
+      ).status,
+      303,
+      'another address is not limited',
+    );
   });
 
   test('right passwords between wrong ones never use up the limits', async () => {
@@ -455,7 +530,10 @@ describe('simultaneous wrong passwords are held to the limits (counted before th
     // 9 failures with 12 successes among them, all from one address, for one account.
     const statuses: number[] = [];
     for (let i = 0; i < 21; i++) statuses.push(await attempt(i % 7 < 4 ? account.password : `wrong ${i}`));
-    assert.deepEqual(statuses, Array.from({ length: 21 }, (_, i) => (i % 7 < 4 ? 303 : 401)));
+    assert.deepEqual(
+      statuses,
+      Array.from({ length: 21 }, (_, i) => (i % 7 < 4 ? 303 : 401)),
+    );
     assert.equal(await attempt('tenth wrong password'), 401, 'the 10th failure is still checked');
     assert.equal(await attempt(account.password), 429, 'then the account is over its limit');
   });
@@ -464,10 +542,20 @@ describe('simultaneous wrong passwords are held to the limits (counted before th
     const account = await newAccount(server);
     const page = await loginPage(server);
     const from = { 'x-forwarded-for': '198.51.100.91' };
-    const replies = await burst(page, 8, () => ({ username: account.username, password: account.password }), () => from);
+    const replies = await burst(
+      page,
+      8,
+      () => ({ username: account.username, password: account.password }),
+      () => from,
+    );
     assert.deepEqual(tally(replies), { 303: 8 });
     // And none of them counted: ten failures still answer 401.
-    const failures = await burst(page, 10, (i) => ({ username: account.username, password: `wrong ${i}` }), () => from);
+    const failures = await burst(
+      page,
+      10,
+      (i) => ({ username: account.username, password: `wrong ${i}` }),
+      () => from,
+    );
     assert.deepEqual(tally(failures), { 401: 10 });
   });
 });
@@ -478,7 +566,14 @@ describe('simultaneous wrong passwords on two instances sharing Redis', () => {
   before(async () => {
     database = await freshDatabase();
     const namespace = `test:${randomBytes(6).toString('hex')}:`;
-    for (let i = 0; i < 2; i++) servers.push(await startServer({ database, rateLimitNamespace: namespace, env: { REDIS_URL: 'redis://127.0.0.1:6379', TRUST_PROXY: 'true' } }));
+    for (let i = 0; i < 2; i++)
+      servers.push(
+        await startServer({
+          database,
+          rateLimitNamespace: namespace,
+          env: { REDIS_URL: 'redis://127.0.0.1:6379', TRUST_PROXY: 'true' },
+        }),
+      );
     await Promise.all(servers.map((server) => redisReady(server)));
   });
   after(async () => {
@@ -489,20 +584,34 @@ describe('simultaneous wrong passwords on two instances sharing Redis', () => {
   test('40 wrong passwords for one account split over both: 10 are checked in all', async () => {
     const account = await newAccount(servers[0]!);
     const page = await loginPage(servers[0]!);
-    const replies = await Promise.all(servers.map(async (server, n) => {
-      const browser = new FormClient(server);
-      const form = await browser.fetch(page);
-      return Promise.all(Array.from({ length: 20 }, (_, i) => browser.submitOn(form.text, { username: account.username, password: `wrong ${n}-${i}` }, undefined, address(n * 20 + i))));
-    }));
+    const replies = await Promise.all(
+      servers.map(async (server, n) => {
+        const browser = new FormClient(server);
+        const form = await browser.fetch(page);
+        return Promise.all(
+          Array.from({ length: 20 }, (_, i) =>
+            browser.submitOn(
+              form.text,
+              { username: account.username, password: `wrong ${n}-${i}` },
+              undefined,
+              address(n * 20 + i),
+            ),
+          ),
+        );
+      }),
+    );
     assert.deepEqual(tally(replies.flat()), { 401: 10, 429: 30 });
-    for (const server of servers) assert.equal((await signIn(new FormClient(server), page, account.username, account.password)).status, 429);
+    for (const server of servers)
+      assert.equal((await signIn(new FormClient(server), page, account.username, account.password)).status, 429);
   });
 
   test('a right password gives its count back in Redis too', async () => {
     const account = await newAccount(servers[0]!);
     const page = await loginPage(servers[0]!);
-    for (let i = 0; i < 9; i++) assert.equal((await signIn(new FormClient(servers[i % 2]!), page, account.username, `wrong ${i}`)).status, 401);
-    for (const server of servers) assert.equal((await signIn(new FormClient(server), page, account.username, account.password)).status, 303);
+    for (let i = 0; i < 9; i++)
+      assert.equal((await signIn(new FormClient(servers[i % 2]!), page, account.username, `wrong ${i}`)).status, 401);
+    for (const server of servers)
+      assert.equal((await signIn(new FormClient(server), page, account.username, account.password)).status, 303);
     assert.equal((await signIn(new FormClient(servers[1]!), page, account.username, 'tenth wrong')).status, 401);
     assert.equal((await signIn(new FormClient(servers[0]!), page, account.username, account.password)).status, 429);
   });
@@ -518,7 +627,12 @@ describe('simultaneous wrong user codes on the device page', () => {
   async function deviceCode() {
     const app = await newApp(server);
     const started = await server.request('POST', '/v4/device', {
-      body: new URLSearchParams({ client_id: app.clientId, scope: 'common', code_challenge: pkcePair().challenge, code_challenge_method: 'S256' }).toString(),
+      body: new URLSearchParams({
+        client_id: app.clientId,
+        scope: 'common',
+        code_challenge: pkcePair().challenge,
+        code_challenge_method: 'S256',
+      }).toString(),
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
     });
     assert.equal(started.status, 201, started.text);
@@ -529,9 +643,17 @@ describe('simultaneous wrong user codes on the device page', () => {
     const userCode = await deviceCode();
     const browser = new FormClient(server);
     const form = await browser.fetch('/device');
-    const replies = await Promise.all(Array.from({ length: 20 }, (_, i) => browser.submitOn(form.text, { user_code: 'BBBB-BBBB' }, undefined, address(i))));
+    const replies = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        browser.submitOn(form.text, { user_code: 'BBBB-BBBB' }, undefined, address(i)),
+      ),
+    );
     assert.deepEqual(tally(replies), { 400: 5, 429: 15 });
-    assert.equal((await browser.submitOn(form.text, { user_code: userCode }, undefined, address(21))).status, 429, 'the browser is over its limit');
+    assert.equal(
+      (await browser.submitOn(form.text, { user_code: userCode }, undefined, address(21))).status,
+      429,
+      'the browser is over its limit',
+    );
   });
 
   test('valid codes between wrong ones never use up the limit', async () => {
@@ -571,18 +693,30 @@ describe('consent is decided once', () => {
     const { verifier, challenge } = pkcePair();
     const page = await startLogin(server, { client_id: app.clientId, code_challenge: challenge });
     const { browser, consent } = await atConsent(page);
-    const replies = await Promise.all(Array.from({ length: 5 }, () => browser.submitOn(consent, { decision: 'approve' }, /consent$/)));
+    const replies = await Promise.all(
+      Array.from({ length: 5 }, () => browser.submitOn(consent, { decision: 'approve' }, /consent$/)),
+    );
     const issued = replies.filter((reply) => reply.status === 303);
     assert.equal(issued.length, 1, replies.map((reply) => reply.status).join(' '));
     for (const reply of replies.filter((r) => r.status !== 303)) {
       assert.equal(reply.status, 404);
       assert.match(reply.text, /This sign-in has expired/);
     }
-    const codes = await server.app.database.db.selectFrom('authorization_codes').select('code_hash').where('client_id', '=', app.clientId).execute();
+    const codes = await server.app.database.db
+      .selectFrom('authorization_codes')
+      .select('code_hash')
+      .where('client_id', '=', app.clientId)
+      .execute();
     assert.equal(codes.length, 1, 'one code stored');
     const code = new URL(issued[0]!.location!).searchParams.get('code')!;
     const tokens = await server.request('POST', '/v4/login', {
-      body: new URLSearchParams({ grant_type: 'authorization_code', client_id: app.clientId, code, redirect_uri: REDIRECT_URI, code_verifier: verifier }).toString(),
+      body: new URLSearchParams({
+        grant_type: 'authorization_code',
+        client_id: app.clientId,
+        code,
+        redirect_uri: REDIRECT_URI,
+        code_verifier: verifier,
+      }).toString(),
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
     });
     assert.equal(tokens.status, 200, tokens.text);
@@ -591,7 +725,12 @@ describe('consent is decided once', () => {
   test('approve and deny at once on a device sign-in: exactly one decides it', async () => {
     const app = await newApp(server);
     const started = await server.request('POST', '/v4/device', {
-      body: new URLSearchParams({ client_id: app.clientId, scope: 'common', code_challenge: pkcePair().challenge, code_challenge_method: 'S256' }).toString(),
+      body: new URLSearchParams({
+        client_id: app.clientId,
+        scope: 'common',
+        code_challenge: pkcePair().challenge,
+        code_challenge_method: 'S256',
+      }).toString(),
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
     });
     assert.equal(started.status, 201, started.text);
@@ -602,11 +741,22 @@ describe('consent is decided once', () => {
     assert.equal((await signIn(browser, entered.location!, account.username, account.password)).status, 303);
     const consent = await browser.fetch(entered.location!);
     assert.ok(isConsent(consent.text), consent.text);
-    const replies = await Promise.all(['approve', 'deny', 'approve', 'deny'].map((decision) => browser.submitOn(consent.text, { decision }, /consent$/)));
+    const replies = await Promise.all(
+      ['approve', 'deny', 'approve', 'deny'].map((decision) =>
+        browser.submitOn(consent.text, { decision }, /consent$/),
+      ),
+    );
     const decided = replies.filter((reply) => reply.status === 200);
     assert.equal(decided.length, 1, replies.map((reply) => reply.status).join(' '));
-    assert.deepEqual(replies.filter((reply) => reply.status !== 200).map((reply) => reply.status), [404, 404, 404]);
-    const row = await server.app.database.db.selectFrom('device_authorizations').select(['status', 'user_id']).where('device_code', '=', started.body.device_code).executeTakeFirstOrThrow();
+    assert.deepEqual(
+      replies.filter((reply) => reply.status !== 200).map((reply) => reply.status),
+      [404, 404, 404],
+    );
+    const row = await server.app.database.db
+      .selectFrom('device_authorizations')
+      .select(['status', 'user_id'])
+      .where('device_code', '=', started.body.device_code)
+      .executeTakeFirstOrThrow();
     assert.equal(row.status, /Device connected/.test(decided[0]!.text) ? 'approved' : 'denied');
   });
 });

@@ -8,10 +8,15 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { assertOAuthError, authorize, newAccount, newApp, pkcePair, tokenRequest } from '../helpers/oauth.ts';
-import { TEST_HOST, startServer, type TestServer } from '../helpers/server.ts';
+import { startServer, TEST_HOST, type TestServer } from '../helpers/server.ts';
 
 const V4 = '127.0.0.1';
-const REGISTERED = ['http://127.0.0.1/callback', 'http://[::1]:8080/cb?app=desk', 'http://localhost:7777/cb', 'https://app.example/cb'];
+const REGISTERED = [
+  'http://127.0.0.1/callback',
+  'http://[::1]:8080/cb?app=desk',
+  'http://localhost:7777/cb',
+  'https://app.example/cb',
+];
 
 let server: TestServer;
 let app: { clientId: string };
@@ -124,7 +129,13 @@ describe('loopback IP redirect URIs at the authorization request', () => {
 describe('the token request repeats exactly the redirect URI of the authorization', () => {
   async function codeFor(redirectUri: string) {
     const { verifier, challenge } = pkcePair();
-    const back = await authorize(server, { clientId: app.clientId, challenge, username: account.username, password: account.password, redirectUri });
+    const back = await authorize(server, {
+      clientId: app.clientId,
+      challenge,
+      username: account.username,
+      password: account.password,
+      redirectUri,
+    });
     // The browser is sent to the URI the request named (its port), with the response parameters added.
     const returned = new URL(back);
     for (const name of ['code', 'state', 'iss']) returned.searchParams.delete(name);
@@ -133,7 +144,13 @@ describe('the token request repeats exactly the redirect URI of the authorizatio
   }
 
   const exchange = (code: string, verifier: string, redirectUri: string) =>
-    tokenRequest(server, { grant_type: 'authorization_code', client_id: app.clientId, code, redirect_uri: redirectUri, code_verifier: verifier });
+    tokenRequest(server, {
+      grant_type: 'authorization_code',
+      client_id: app.clientId,
+      code,
+      redirect_uri: redirectUri,
+      code_verifier: verifier,
+    });
 
   test('the browser comes back to the ephemeral port; the same URI gets the tokens', async () => {
     const used = `http://${V4}:51234/callback`;

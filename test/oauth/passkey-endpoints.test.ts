@@ -15,7 +15,11 @@ class JsonClient {
   token = '';
   constructor(private readonly server: TestServer) {}
 
-  async request(method: string, path: string, options: { body?: string; form?: Record<string, string>; csrf?: boolean } = {}) {
+  async request(
+    method: string,
+    path: string,
+    options: { body?: string; form?: Record<string, string>; csrf?: boolean } = {},
+  ) {
     const headers: Record<string, string> = { cookie: [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ') };
     let body = options.body;
     if (options.form) {
@@ -46,9 +50,15 @@ describe('passkey endpoints (BASE_URL on https)', () => {
     const app = await newApp(server);
     const login = await startLogin(server, { client_id: app.clientId, code_challenge: pkcePair().challenge });
     const browser = new FormClient(server);
-    for (const [path, verifyUrl] of [[login, `${login}/passkey`], ['/account/sign-in', '/account/sign-in/passkey']] as const) {
+    for (const [path, verifyUrl] of [
+      [login, `${login}/passkey`],
+      ['/account/sign-in', '/account/sign-in/passkey'],
+    ] as const) {
       const { text } = await browser.fetch(path);
-      assert.match(text, /<button type="button" class="secondary" id="passkey-sign-in">Sign in with a passkey<\/button>/);
+      assert.match(
+        text,
+        /<button type="button" class="secondary" id="passkey-sign-in">Sign in with a passkey<\/button>/,
+      );
       assert.match(text, new RegExp(`data-verify-url="${verifyUrl}"`));
       assert.match(text, /id="passkey-box"[^>]* hidden>/, 'hidden until the script shows it');
       assert.match(text, /<script src="\/assets\/passkeys.js" defer><\/script>/);
@@ -78,7 +88,11 @@ describe('passkey endpoints (BASE_URL on https)', () => {
     assert.equal(options.allowCredentials, undefined, 'discoverable credentials: the browser offers what it holds');
     const cookie = reply.headers.getSetCookie().find((c) => c.startsWith('passkey_binding='));
     assert.ok(cookie && /HttpOnly/i.test(cookie) && /SameSite=Strict/i.test(cookie) && /Secure/i.test(cookie), cookie);
-    const stored = await server.app.database.db.selectFrom('passkey_challenges').selectAll().where('challenge', '=', options.challenge).executeTakeFirstOrThrow();
+    const stored = await server.app.database.db
+      .selectFrom('passkey_challenges')
+      .selectAll()
+      .where('challenge', '=', options.challenge)
+      .executeTakeFirstOrThrow();
     assert.equal(stored.purpose, 'sign_in');
     assert.ok(stored.expires_at > Date.now() + 4 * 60_000 && stored.expires_at <= Date.now() + 5 * 60_000);
   });
@@ -95,8 +109,18 @@ describe('passkey endpoints (BASE_URL on https)', () => {
       '{"id":"abc"',
       `{"__proto__":{"x":1},"id":"${id}"}`,
       `{"constructor":{"prototype":{"x":1}},"id":"${id}"}`,
-      JSON.stringify({ id, rawId: id, type: 'public-key', response: { clientDataJSON: 'e30', authenticatorData: 'AAAA', signature: 'AAAA' } }),
-      JSON.stringify({ id, rawId: id, type: 'public-key', response: { clientDataJSON: 'not base64!', authenticatorData: 'AAAA', signature: 'AAAA' } }),
+      JSON.stringify({
+        id,
+        rawId: id,
+        type: 'public-key',
+        response: { clientDataJSON: 'e30', authenticatorData: 'AAAA', signature: 'AAAA' },
+      }),
+      JSON.stringify({
+        id,
+        rawId: id,
+        type: 'public-key',
+        response: { clientDataJSON: 'not base64!', authenticatorData: 'AAAA', signature: 'AAAA' },
+      }),
       JSON.stringify({ id: 'A\u0000A', rawId: 'A\u0000A', type: 'public-key', response: {} }),
       JSON.stringify({ id, rawId: [id, id], type: 'public-key', response: { clientDataJSON: ['e30'] } }),
       JSON.stringify({ id: 'A'.repeat(70_000) }),
@@ -117,7 +141,9 @@ describe('passkey endpoints (BASE_URL on https)', () => {
     const account = await newAccount(server);
     const browser = new JsonClient(server);
     await browser.request('GET', '/account/sign-in');
-    const signedIn = await browser.request('POST', '/account/sign-in', { form: { username: account.username, password: account.password } });
+    const signedIn = await browser.request('POST', '/account/sign-in', {
+      form: { username: account.username, password: account.password },
+    });
     assert.equal(signedIn.status, 303);
     const page = await browser.request('GET', '/account');
     assert.match(page.text, /<h2 id="passkeys-heading">Passkeys<\/h2>/);
@@ -130,14 +156,21 @@ describe('passkey endpoints (BASE_URL on https)', () => {
     assert.equal(body.user.name, account.username);
     assert.equal(body.authenticatorSelection.residentKey, 'required');
     assert.equal(body.authenticatorSelection.userVerification, 'required');
-    const added = await browser.request('POST', '/account/passkeys', { body: JSON.stringify({ response: { id: 'x' } }) });
+    const added = await browser.request('POST', '/account/passkeys', {
+      body: JSON.stringify({ response: { id: 'x' } }),
+    });
     assert.equal(added.status, 400);
-    for (const [path, form] of [['/account/passkeys/remove', { remove_passkey: 'AAAAAAAAAAAAAAAAAAAAAA' }], ['/account/passkeys/rename', { rename_passkey: 'AAAAAAAAAAAAAAAAAAAAAA', passkey_name: 'x' }]] as const) {
+    for (const [path, form] of [
+      ['/account/passkeys/remove', { remove_passkey: 'AAAAAAAAAAAAAAAAAAAAAA' }],
+      ['/account/passkeys/rename', { rename_passkey: 'AAAAAAAAAAAAAAAAAAAAAA', passkey_name: 'x' }],
+    ] as const) {
       const reply = await browser.request('POST', path, { form });
       assert.equal(reply.status, 404, reply.text);
       assert.match(reply.text, /That passkey is not on your account \(any more\)\./);
     }
-    const badName = await browser.request('POST', '/account/passkeys/rename', { form: { rename_passkey: 'AAAAAAAAAAAAAAAAAAAAAA', passkey_name: 'a\u0007b' } });
+    const badName = await browser.request('POST', '/account/passkeys/rename', {
+      form: { rename_passkey: 'AAAAAAAAAAAAAAAAAAAAAA', passkey_name: 'a\u0007b' },
+    });
     assert.equal(badName.status, 400);
     // Signed out: the JSON endpoints answer 401 in the API shape.
     const stranger = new JsonClient(server);
@@ -160,9 +193,14 @@ describe('passkeys with BASE_URL on an IP address', () => {
     assert.doesNotMatch(signIn.text, /passkey/i);
     assert.match(signIn.text, /autocomplete="username"/);
     const account = await newAccount(server);
-    await browser.request('POST', '/account/sign-in', { form: { username: account.username, password: account.password } });
+    await browser.request('POST', '/account/sign-in', {
+      form: { username: account.username, password: account.password },
+    });
     const page = await browser.request('GET', '/account');
-    assert.match(page.text, /id="passkeys-unavailable">Passkeys are not available here: this server&#39;s address \(BASE_URL http:\/\/127\.0\.0\.1:\d+\) is an IP address/);
+    assert.match(
+      page.text,
+      /id="passkeys-unavailable">Passkeys are not available here: this server&#39;s address \(BASE_URL http:\/\/127\.0\.0\.1:\d+\) is an IP address/,
+    );
     assert.doesNotMatch(page.text, /id="passkey-add"/);
     const options = await browser.request('POST', '/passkeys/sign-in-options', { body: '{}' });
     assert.equal(options.status, 404);

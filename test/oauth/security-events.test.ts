@@ -9,8 +9,18 @@ import { after, before, describe, test } from 'node:test';
 import { findAccountByLogin } from '../../src/accounts/accounts.ts';
 import { listSecurityEvents, SECURITY_EVENT_KINDS, type SecurityEvent } from '../../src/accounts/security-events.ts';
 import { newTotpSecret, totpCode } from '../../src/accounts/totp.ts';
-import { authorize, FormClient, newAccount, newApp, pkcePair, REDIRECT_URI, startLogin, tokenRequest, tokensThroughPages } from '../helpers/oauth.ts';
-import { codeIn, startMailbox, verifyLinkIn, type Mailbox } from '../helpers/mail.ts';
+import { codeIn, type Mailbox, startMailbox, verifyLinkIn } from '../helpers/mail.ts';
+import {
+  authorize,
+  FormClient,
+  newAccount,
+  newApp,
+  pkcePair,
+  REDIRECT_URI,
+  startLogin,
+  tokenRequest,
+  tokensThroughPages,
+} from '../helpers/oauth.ts';
 import { freshDatabase, startServer, type TestDatabase, type TestServer } from '../helpers/server.ts';
 import { awayFromStepEdge } from '../helpers/totp.ts';
 
@@ -20,8 +30,12 @@ const PASSWORD_FAILURES_ALLOWED = 10;
 
 function admin(databaseUrl: string, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile('node_modules/.bin/tsx', ['src/cli/admin.ts', ...args], { env: { ...process.env, DATABASE_URL: databaseUrl }, timeout: 60_000 }, (error, stdout, stderr) =>
-      resolve({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout, stderr }),
+    execFile(
+      'node_modules/.bin/tsx',
+      ['src/cli/admin.ts', ...args],
+      { env: { ...process.env, DATABASE_URL: databaseUrl }, timeout: 60_000 },
+      (error, stdout, stderr) =>
+        resolve({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout, stderr }),
     );
   });
 }
@@ -53,8 +67,17 @@ describe('security events', () => {
   const events = () => listSecurityEvents(server.app.database.db);
 
   /** The one event of `kind` (for `userId` when given), checked for time, IP and its log line. */
-  async function onlyEvent(kind: string, filter: { userId?: string; clientId?: string } = {}, ip: string | null = '127.0.0.1'): Promise<SecurityEvent> {
-    const matching = (await events()).filter((e) => e.kind === kind && (!filter.userId || e.userId === filter.userId) && (!filter.clientId || e.clientId === filter.clientId));
+  async function onlyEvent(
+    kind: string,
+    filter: { userId?: string; clientId?: string } = {},
+    ip: string | null = '127.0.0.1',
+  ): Promise<SecurityEvent> {
+    const matching = (await events()).filter(
+      (e) =>
+        e.kind === kind &&
+        (!filter.userId || e.userId === filter.userId) &&
+        (!filter.clientId || e.clientId === filter.clientId),
+    );
     assert.equal(matching.length, 1, `one ${kind} event: ${JSON.stringify(matching)}`);
     const [event] = matching;
     assert.ok(event!.createdAt >= started && event!.createdAt <= Date.now(), 'recorded now');
@@ -105,7 +128,10 @@ describe('security events', () => {
     // Refused attempts can be repeated without limit: one event a minute, not one per request.
     const locked = await onlyEvent('sign_in_locked_out', { userId: account.userId, clientId: app.clientId });
     assert.equal(locked.details.step, 'password');
-    assert.equal((await events()).filter((e) => e.kind === 'sign_in_failed' && e.userId === account.userId).length, PASSWORD_FAILURES_ALLOWED);
+    assert.equal(
+      (await events()).filter((e) => e.kind === 'sign_in_failed' && e.userId === account.userId).length,
+      PASSWORD_FAILURES_ALLOWED,
+    );
   });
 
   test('a wrong two-step code', async () => {
@@ -121,7 +147,11 @@ describe('security events', () => {
     const refused = await browser.submit(page, { code: wrongCode });
     assert.equal(refused.status, 401);
     await onlyEvent('two_step_failed', { userId: account.userId, clientId: app.clientId });
-    assert.equal((await events()).filter((e) => e.userId === account.userId && e.kind === 'sign_in_succeeded').length, 0, 'not signed in yet');
+    assert.equal(
+      (await events()).filter((e) => e.userId === account.userId && e.kind === 'sign_in_succeeded').length,
+      0,
+      'not signed in yet',
+    );
   });
 
   test('refresh-token reuse revokes the session and is recorded with it', async () => {
@@ -130,15 +160,25 @@ describe('security events', () => {
     const tokens = await tokensThroughPages(server, app, account);
     remember('access token', tokens.access_token);
     remember('refresh token', tokens.refresh_token);
-    const refreshed = await tokenRequest(server, { grant_type: 'refresh_token', client_id: app.clientId, refresh_token: tokens.refresh_token });
+    const refreshed = await tokenRequest(server, {
+      grant_type: 'refresh_token',
+      client_id: app.clientId,
+      refresh_token: tokens.refresh_token,
+    });
     assert.equal(refreshed.status, 200);
     remember('second refresh token', refreshed.body.refresh_token);
-    const reused = await tokenRequest(server, { grant_type: 'refresh_token', client_id: app.clientId, refresh_token: tokens.refresh_token });
+    const reused = await tokenRequest(server, {
+      grant_type: 'refresh_token',
+      client_id: app.clientId,
+      refresh_token: tokens.refresh_token,
+    });
     assert.equal(reused.body.error, 'invalid_grant');
     const event = await onlyEvent('refresh_token_reused', { userId: account.userId, clientId: app.clientId });
     assert.equal(event.details.session_revoked, true);
     assert.match(String(event.details.session_id), UUID);
-    const after = await server.request('GET', '/v4/user', { headers: { authorization: `Bearer ${refreshed.body.access_token}` } });
+    const after = await server.request('GET', '/v4/user', {
+      headers: { authorization: `Bearer ${refreshed.body.access_token}` },
+    });
     assert.equal(after.status, 401, 'the session is revoked');
   });
 
@@ -146,11 +186,23 @@ describe('security events', () => {
     const app = await newApp(server);
     const account = await newAccount(server);
     const { verifier, challenge } = pkcePair();
-    const back = await authorize(server, { clientId: app.clientId, challenge, username: account.username, password: account.password });
+    const back = await authorize(server, {
+      clientId: app.clientId,
+      challenge,
+      username: account.username,
+      password: account.password,
+    });
     const code = back.searchParams.get('code')!;
     remember('authorization code', code);
     remember('code verifier', verifier);
-    const exchange = () => tokenRequest(server, { grant_type: 'authorization_code', client_id: app.clientId, code, redirect_uri: REDIRECT_URI, code_verifier: verifier });
+    const exchange = () =>
+      tokenRequest(server, {
+        grant_type: 'authorization_code',
+        client_id: app.clientId,
+        code,
+        redirect_uri: REDIRECT_URI,
+        code_verifier: verifier,
+      });
     const first = await exchange();
     assert.equal(first.status, 200);
     remember('access token 2', first.body.access_token);
@@ -166,7 +218,11 @@ describe('security events', () => {
     remember('wrong client secret', 'wrong-secret-value-123');
     const basic = Buffer.from(`${app.clientId}:wrong-secret-value-123`).toString('base64');
     for (let i = 0; i < 3; i++) {
-      const reply = await tokenRequest(server, { grant_type: 'refresh_token', refresh_token: 'whatever-refresh-token' }, { authorization: `Basic ${basic}` });
+      const reply = await tokenRequest(
+        server,
+        { grant_type: 'refresh_token', refresh_token: 'whatever-refresh-token' },
+        { authorization: `Basic ${basic}` },
+      );
       assert.equal(reply.status, 401);
     }
     const event = await onlyEvent('client_authentication_failed', { clientId: app.clientId });
@@ -182,14 +238,31 @@ describe('security events', () => {
     // A trusted device and a session, through the login pages.
     const { verifier, challenge } = pkcePair();
     await awayFromStepEdge();
-    const back = await authorize(server, { clientId: app.clientId, challenge, username: account.username, password: account.password, deviceId: 'device-1', totpCode: () => totpCode(secret, Date.now() - 30_000) });
-    const exchanged = await tokenRequest(server, { grant_type: 'authorization_code', client_id: app.clientId, code: back.searchParams.get('code')!, redirect_uri: REDIRECT_URI, code_verifier: verifier, device_id: 'device-1' });
+    const back = await authorize(server, {
+      clientId: app.clientId,
+      challenge,
+      username: account.username,
+      password: account.password,
+      deviceId: 'device-1',
+      totpCode: () => totpCode(secret, Date.now() - 30_000),
+    });
+    const exchanged = await tokenRequest(server, {
+      grant_type: 'authorization_code',
+      client_id: app.clientId,
+      code: back.searchParams.get('code')!,
+      redirect_uri: REDIRECT_URI,
+      code_verifier: verifier,
+      device_id: 'device-1',
+    });
     assert.equal(exchanged.status, 200, exchanged.text);
     remember('access token 3', exchanged.body.access_token);
 
     const browser = new FormClient(server);
     assert.equal((await browser.fetch('/account')).location, '/account/sign-in');
-    assert.equal((await browser.submit('/account/sign-in', { username: account.username, password: account.password })).status, 303);
+    assert.equal(
+      (await browser.submit('/account/sign-in', { username: account.username, password: account.password })).status,
+      303,
+    );
     assert.equal((await browser.submit('/account/sign-in', { code: totpCode(secret) })).status, 303);
     let page = await browser.fetch('/account');
     assert.equal(page.status, 200, page.text);
@@ -206,22 +279,34 @@ describe('security events', () => {
     await onlyEvent('device_trust_ended', { userId: account.userId });
 
     page = await browser.fetch('/account');
-    assert.equal((await browser.submitOn(page.text, { code: totpCode(secret, Date.now() + 30_000), two_step: 'off' }, /two-step$/)).status, 303);
+    assert.equal(
+      (await browser.submitOn(page.text, { code: totpCode(secret, Date.now() + 30_000), two_step: 'off' }, /two-step$/))
+        .status,
+      303,
+    );
     await onlyEvent('two_step_disabled', { userId: account.userId });
 
     page = await browser.fetch('/account');
     const uri = /id="otpauth-uri">([^<]+)</.exec(page.text)?.[1]?.replace(/&amp;/g, '&');
     const newSecret = new URL(uri!).searchParams.get('secret')!;
     remember('new totp secret', newSecret);
-    assert.equal((await browser.submitOn(page.text, { code: totpCode(newSecret), two_step: 'on' }, /two-step$/)).status, 303);
+    assert.equal(
+      (await browser.submitOn(page.text, { code: totpCode(newSecret), two_step: 'on' }, /two-step$/)).status,
+      303,
+    );
     await onlyEvent('two_step_enabled', { userId: account.userId });
 
     // The first backup codes are shown once; one of them makes a new set.
     page = await browser.fetch('/account');
-    const backupCodes = [...(/id="backup-codes"[^>]*>([\s\S]*?)<\/ul>/.exec(page.text)?.[1] ?? '').matchAll(/<code>([^<]+)<\/code>/g)].map((m) => m[1]!);
+    const backupCodes = [
+      ...(/id="backup-codes"[^>]*>([\s\S]*?)<\/ul>/.exec(page.text)?.[1] ?? '').matchAll(/<code>([^<]+)<\/code>/g),
+    ].map((m) => m[1]!);
     assert.equal(backupCodes.length, 10);
     backupCodes.forEach((code, i) => remember(`backup code ${i}`, code));
-    assert.equal((await browser.submitOn(page.text, { code: backupCodes[0]!, backup_codes: 'new' }, /backup-codes$/)).status, 303);
+    assert.equal(
+      (await browser.submitOn(page.text, { code: backupCodes[0]!, backup_codes: 'new' }, /backup-codes$/)).status,
+      303,
+    );
     const used = await onlyEvent('backup_code_used', { userId: account.userId });
     assert.equal(used.details.backup_codes_left, 9);
     await onlyEvent('backup_codes_renewed', { userId: account.userId });
@@ -230,7 +315,16 @@ describe('security events', () => {
 
     page = await browser.fetch('/account');
     remember('new password', 'a brand new password');
-    assert.equal((await browser.submitOn(page.text, { current_password: account.password, new_password: 'a brand new password' }, /password$/)).status, 303);
+    assert.equal(
+      (
+        await browser.submitOn(
+          page.text,
+          { current_password: account.password, new_password: 'a brand new password' },
+          /password$/,
+        )
+      ).status,
+      303,
+    );
     const changed = await onlyEvent('password_changed', { userId: account.userId });
     assert.equal(changed.details.page, 'account');
     const signIns = (await events()).filter((e) => e.kind === 'sign_in_succeeded' && e.userId === account.userId);
@@ -238,7 +332,17 @@ describe('security events', () => {
   });
 
   test('applications created and deleted with the admin CLI (no IP: not a request)', async () => {
-    const created = await admin(database.url, 'app', 'create', '--name', 'Evented', '--redirect-uri', REDIRECT_URI, '--confidential', '--json');
+    const created = await admin(
+      database.url,
+      'app',
+      'create',
+      '--name',
+      'Evented',
+      '--redirect-uri',
+      REDIRECT_URI,
+      '--confidential',
+      '--json',
+    );
     assert.equal(created.code, 0, created.stderr);
     const { client_id: clientId, client_secret: clientSecret } = JSON.parse(created.stdout);
     remember('cli client secret', clientSecret);
@@ -253,16 +357,32 @@ describe('security events', () => {
     const totp = newTotpSecret();
     const developer = await newAccount(server, { totpSecret: totp });
     const browser = new FormClient(server);
-    assert.equal((await browser.submit('/account/sign-in', { username: developer.username, password: developer.password })).status, 303);
+    assert.equal(
+      (await browser.submit('/account/sign-in', { username: developer.username, password: developer.password })).status,
+      303,
+    );
     assert.equal((await browser.submit('/account/sign-in', { code: totpCode(totp) })).status, 303);
-    const created = await browser.submit('/account/apps', { name: 'Dev Evented', redirect_uri: REDIRECT_URI, scope: 'users:read', confidential: 'yes' }, /^\/account\/apps$/);
+    const created = await browser.submit(
+      '/account/apps',
+      { name: 'Dev Evented', redirect_uri: REDIRECT_URI, scope: 'users:read', confidential: 'yes' },
+      /^\/account\/apps$/,
+    );
     assert.equal(created.status, 200, created.text);
     const clientId = /id="client-id">([^<]+)</.exec(created.text)![1]!;
     remember('developer client secret', /id="client-secret">([^<]+)</.exec(created.text)![1]);
     const made = await onlyEvent('application_created', { userId: developer.userId, clientId });
     assert.equal(made.details.name, 'Dev Evented');
     assert.equal(made.details.via, 'account');
-    assert.equal((await browser.submit(`/account/apps/${clientId}`, { name: 'Dev Evented 2', redirect_uri: REDIRECT_URI, confidential: 'yes' }, /apps\/[0-9a-f-]{36}$/)).status, 303);
+    assert.equal(
+      (
+        await browser.submit(
+          `/account/apps/${clientId}`,
+          { name: 'Dev Evented 2', redirect_uri: REDIRECT_URI, confidential: 'yes' },
+          /apps\/[0-9a-f-]{36}$/,
+        )
+      ).status,
+      303,
+    );
     await onlyEvent('application_updated', { userId: developer.userId, clientId });
     const renewed = await browser.submit('/account/apps', { new_secret: clientId }, /secret$/);
     assert.equal(renewed.status, 200);
@@ -285,7 +405,16 @@ describe('security events', () => {
     const credentialId = 'cGFzc2tleS1ldmVudHMtdGVzdA';
     await server.app.database.db
       .insertInto('passkeys')
-      .values({ credential_id: credentialId, user_id: account.userId, public_key: 'AA', counter: 0, transports: '[]', name: 'Event key', created_at: Date.now(), last_used_at: null })
+      .values({
+        credential_id: credentialId,
+        user_id: account.userId,
+        public_key: 'AA',
+        counter: 0,
+        transports: '[]',
+        name: 'Event key',
+        created_at: Date.now(),
+        last_used_at: null,
+      })
       .execute();
     const signedIn = await browser.submitOn(signIn.text, { username: account.username, password: account.password });
     assert.equal(signedIn.status, 303);
@@ -325,7 +454,11 @@ describe('security events', () => {
     const signedIn = new FormClient(server);
     assert.equal((await signedIn.submit('/account/sign-in', { username, password: newPassword })).status, 303);
     const next = `moved-${email}`;
-    assert.equal((await signedIn.submit('/account', { new_email: next, current_password: newPassword }, /\/account\/email$/)).status, 303);
+    assert.equal(
+      (await signedIn.submit('/account', { new_email: next, current_password: newPassword }, /\/account\/email$/))
+        .status,
+      303,
+    );
     const link = verifyLinkIn(await mailbox.next(next), server.config.baseUrl);
     remember('e-mail change link', link.split('token=')[1]);
     const confirm = await signedIn.fetch(new URL(link).pathname + new URL(link).search);
@@ -338,7 +471,8 @@ describe('security events', () => {
     const all = await events();
     // passkey_added needs a real authenticator's registration: test/browser/passkeys.test.ts checks it.
     const elsewhere = new Set(['passkey_added']);
-    for (const kind of SECURITY_EVENT_KINDS) assert.ok(elsewhere.has(kind) || all.some((e) => e.kind === kind), `no ${kind} event`);
+    for (const kind of SECURITY_EVENT_KINDS)
+      assert.ok(elsewhere.has(kind) || all.some((e) => e.kind === kind), `no ${kind} event`);
     const stored = JSON.stringify(await server.app.database.db.selectFrom('security_events').selectAll().execute());
     const logged = server.logs.join('\n');
     assert.ok(secrets.length >= 12, `collected ${secrets.length} secrets`);

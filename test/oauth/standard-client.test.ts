@@ -9,8 +9,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as oauth from 'oauth4webapi';
-import { FormClient, REDIRECT_URI, newAccount, newApp } from '../helpers/oauth.ts';
-import { TEST_HOST, startServer, type TestServer } from '../helpers/server.ts';
+import { FormClient, newAccount, newApp, REDIRECT_URI } from '../helpers/oauth.ts';
+import { startServer, TEST_HOST, type TestServer } from '../helpers/server.ts';
 
 const ISSUER = `https://${TEST_HOST}`;
 const SCOPE = 'common users:read';
@@ -74,7 +74,11 @@ async function signInAndDecide(browser: FormClient, page: string, account: Accou
  * The front channel: the browser opens the authorization URL, follows the redirect to the login
  * page, signs in, decides, and answers the URL it is sent back to (redirect_uri?code=…&state=…).
  */
-async function browserAuthorization(authorizationUrl: URL, account: Account, decision: 'approve' | 'deny' = 'approve'): Promise<URL> {
+async function browserAuthorization(
+  authorizationUrl: URL,
+  account: Account,
+  decision: 'approve' | 'deny' = 'approve',
+): Promise<URL> {
   const browser = new FormClient(server);
   const start = await browser.fetch(authorizationUrl.href);
   assert.equal(start.status, 302, start.text);
@@ -104,14 +108,29 @@ async function codeFlow(client: oauth.Client, clientAuth: oauth.ClientAuth, acco
   const callback = await browserAuthorization(url, account);
   assert.equal(callback.origin + callback.pathname, REDIRECT_URI);
   const params = oauth.validateAuthResponse(as, client, callback, state);
-  const response = await oauth.authorizationCodeGrantRequest(as, client, clientAuth, params, REDIRECT_URI, codeVerifier, insecure);
+  const response = await oauth.authorizationCodeGrantRequest(
+    as,
+    client,
+    clientAuth,
+    params,
+    REDIRECT_URI,
+    codeVerifier,
+    insecure,
+  );
   const tokens = await oauth.processAuthorizationCodeResponse(as, client, response);
   return { tokens, params, codeVerifier };
 }
 
 /** GET /v4/user with the token, as oauth4webapi sends a protected resource request: who the token is for. */
 async function whoAmI(accessToken: string) {
-  const response = await oauth.protectedResourceRequest(accessToken, 'GET', new URL(`${server.url}/v4/user`), undefined, undefined, insecure);
+  const response = await oauth.protectedResourceRequest(
+    accessToken,
+    'GET',
+    new URL(`${server.url}/v4/user`),
+    undefined,
+    undefined,
+    insecure,
+  );
   assert.equal(response.status, 200);
   const user = (await response.json()) as { userId: string; username: string };
   return { userId: user.userId, username: user.username };
@@ -120,7 +139,14 @@ async function whoAmI(accessToken: string) {
 /** The resource server rejects the token with the RFC 6750 challenge, which oauth4webapi surfaces. */
 async function assertTokenRejected(accessToken: string) {
   await assert.rejects(
-    oauth.protectedResourceRequest(accessToken, 'GET', new URL(`${server.url}/v4/user`), undefined, undefined, insecure),
+    oauth.protectedResourceRequest(
+      accessToken,
+      'GET',
+      new URL(`${server.url}/v4/user`),
+      undefined,
+      undefined,
+      insecure,
+    ),
     (error: unknown) => {
       assert.ok(error instanceof oauth.WWWAuthenticateChallengeError, String(error));
       assert.equal(error.status, 401);
@@ -191,7 +217,10 @@ describe('authorization code flow with PKCE', () => {
     const callback = await browserAuthorization(url, account);
     assert.equal(callback.searchParams.get('iss'), ISSUER);
     const strict = { ...as, authorization_response_iss_parameter_supported: true };
-    assert.equal(oauth.validateAuthResponse(strict, client, callback, state).get('code'), callback.searchParams.get('code'));
+    assert.equal(
+      oauth.validateAuthResponse(strict, client, callback, state).get('code'),
+      callback.searchParams.get('code'),
+    );
     // A response from another issuer (a mix-up attack) is caught by the client.
     const mixedUp = new URL(callback);
     mixedUp.searchParams.set('iss', 'https://other-issuer.example');
@@ -200,7 +229,10 @@ describe('authorization code flow with PKCE', () => {
       (error: unknown) => error instanceof oauth.OperationProcessingError && /"iss"/.test(error.message),
     );
     // A state that does not match is caught by the client.
-    assert.throws(() => oauth.validateAuthResponse(strict, client, callback, oauth.generateRandomState()), oauth.OperationProcessingError);
+    assert.throws(
+      () => oauth.validateAuthResponse(strict, client, callback, oauth.generateRandomState()),
+      oauth.OperationProcessingError,
+    );
   });
 
   test('a denied consent comes back as an AuthorizationResponseError access_denied', async () => {
@@ -241,7 +273,15 @@ describe('errors surface as ResponseBodyError', () => {
       oauth.processAuthorizationCodeResponse(
         as,
         client,
-        await oauth.authorizationCodeGrantRequest(as, client, clientAuth, params, REDIRECT_URI, oauth.generateRandomCodeVerifier(), insecure),
+        await oauth.authorizationCodeGrantRequest(
+          as,
+          client,
+          clientAuth,
+          params,
+          REDIRECT_URI,
+          oauth.generateRandomCodeVerifier(),
+          insecure,
+        ),
       ),
       'invalid_grant',
     );
@@ -257,7 +297,11 @@ describe('errors surface as ResponseBodyError', () => {
       await oauth.refreshTokenGrantRequest(as, client, clientAuth, tokens.refresh_token!, insecure),
     );
     await assertOAuthError(
-      oauth.processRefreshTokenResponse(as, client, await oauth.refreshTokenGrantRequest(as, client, clientAuth, tokens.refresh_token!, insecure)),
+      oauth.processRefreshTokenResponse(
+        as,
+        client,
+        await oauth.refreshTokenGrantRequest(as, client, clientAuth, tokens.refresh_token!, insecure),
+      ),
       'invalid_grant',
     );
     await assertTokenRejected(refreshed.access_token);
@@ -269,7 +313,13 @@ describe('errors surface as ResponseBodyError', () => {
       oauth.processRefreshTokenResponse(
         as,
         post.client,
-        await oauth.refreshTokenGrantRequest(as, post.client, oauth.ClientSecretPost('not-the-secret'), 'whatever', insecure),
+        await oauth.refreshTokenGrantRequest(
+          as,
+          post.client,
+          oauth.ClientSecretPost('not-the-secret'),
+          'whatever',
+          insecure,
+        ),
       ),
       'invalid_client',
       401,
@@ -280,7 +330,13 @@ describe('errors surface as ResponseBodyError', () => {
       oauth.processRefreshTokenResponse(
         as,
         basic.client,
-        await oauth.refreshTokenGrantRequest(as, basic.client, oauth.ClientSecretBasic('not-the-secret'), 'whatever', insecure),
+        await oauth.refreshTokenGrantRequest(
+          as,
+          basic.client,
+          oauth.ClientSecretBasic('not-the-secret'),
+          'whatever',
+          insecure,
+        ),
       ),
       (error: unknown) => {
         assert.ok(error instanceof oauth.WWWAuthenticateChallengeError, String(error));
@@ -310,16 +366,25 @@ describe('device authorization flow (RFC 8628, with PKCE)', () => {
       as,
       client,
       clientAuth,
-      { scope: SCOPE, code_challenge: await oauth.calculatePKCECodeChallenge(codeVerifier), code_challenge_method: 'S256' },
+      {
+        scope: SCOPE,
+        code_challenge: await oauth.calculatePKCECodeChallenge(codeVerifier),
+        code_challenge_method: 'S256',
+      },
       insecure,
     );
     assert.equal(response.status, 201, 'the interface spec says 201');
     const body = await response.clone().text();
     await assert.rejects(
       oauth.processDeviceAuthorizationResponse(as, client, response),
-      (error: unknown) => error instanceof oauth.OperationProcessingError && error.code === oauth.RESPONSE_IS_NOT_CONFORM,
+      (error: unknown) =>
+        error instanceof oauth.OperationProcessingError && error.code === oauth.RESPONSE_IS_NOT_CONFORM,
     );
-    const device = await oauth.processDeviceAuthorizationResponse(as, client, new Response(body, { status: 200, headers: response.headers }));
+    const device = await oauth.processDeviceAuthorizationResponse(
+      as,
+      client,
+      new Response(body, { status: 200, headers: response.headers }),
+    );
     assert.match(device.device_code, /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
     assert.match(device.user_code, /^[2-9A-HJ-NP-Z]{4}-[2-9A-HJ-NP-Z]{4}$/);
     assert.equal(device.verification_uri, `${ISSUER}/device`);
@@ -331,14 +396,23 @@ describe('device authorization flow (RFC 8628, with PKCE)', () => {
 
   /** One poll of the token endpoint with the device code grant. */
   async function poll(client: oauth.Client, clientAuth: oauth.ClientAuth, deviceCode: string, codeVerifier: string) {
-    const response = await oauth.deviceCodeGrantRequest(as, client, clientAuth, deviceCode, { ...insecure, additionalParameters: { code_verifier: codeVerifier } });
+    const response = await oauth.deviceCodeGrantRequest(as, client, clientAuth, deviceCode, {
+      ...insecure,
+      additionalParameters: { code_verifier: codeVerifier },
+    });
     return oauth.processDeviceCodeResponse(as, client, response);
   }
 
   /** The person: opens verification_uri, types the user code, signs in and decides. */
-  async function decideOnDevicePage(device: oauth.DeviceAuthorizationResponse, account: Account, decision: 'approve' | 'deny') {
+  async function decideOnDevicePage(
+    device: oauth.DeviceAuthorizationResponse,
+    account: Account,
+    decision: 'approve' | 'deny',
+  ) {
     const browser = new FormClient(server);
-    const entered = await browser.submit(onTestServer(device.verification_uri), { user_code: device.user_code.toLowerCase() });
+    const entered = await browser.submit(onTestServer(device.verification_uri), {
+      user_code: device.user_code.toLowerCase(),
+    });
     assert.equal(entered.status, 303, entered.text);
     const decided = await signInAndDecide(browser, entered.location!, account, decision);
     assert.equal(decided.status, 200, decided.text);
@@ -395,7 +469,10 @@ describe('device authorization flow (RFC 8628, with PKCE)', () => {
     const account = await newAccount(server);
     const { device, codeVerifier } = await startDeviceLogin(client, clientAuth);
     await decideOnDevicePage(device, account, 'deny');
-    await assertOAuthError(poll(client, clientAuth, device.device_code, oauth.generateRandomCodeVerifier()), 'invalid_grant');
+    await assertOAuthError(
+      poll(client, clientAuth, device.device_code, oauth.generateRandomCodeVerifier()),
+      'invalid_grant',
+    );
     await assertOAuthError(poll(client, clientAuth, device.device_code, codeVerifier), 'access_denied');
   });
 });

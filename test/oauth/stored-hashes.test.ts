@@ -14,7 +14,10 @@ test('a secret is stored as its SHA-256 in base64url, without padding', () => {
 });
 
 test('the S256 challenge of the RFC 7636 appendix B verifier', () => {
-  assert.equal(challengeOf('dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk'), 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM');
+  assert.equal(
+    challengeOf('dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk'),
+    'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+  );
 });
 
 test("an engram's uid is the MD5 of its lowercased path, in hex", () => {

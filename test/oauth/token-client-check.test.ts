@@ -11,7 +11,15 @@ import pg from 'pg';
 import { dialectOf } from '../../src/db/dialect.ts';
 import { deleteApplication } from '../../src/oauth/clients.ts';
 import { hashSecret, newSecret } from '../../src/oauth/secrets.ts';
-import { REDIRECT_URI, assertOAuthError, authorize, newAccount, newApp, pkcePair, tokenRequest } from '../helpers/oauth.ts';
+import {
+  assertOAuthError,
+  authorize,
+  newAccount,
+  newApp,
+  pkcePair,
+  REDIRECT_URI,
+  tokenRequest,
+} from '../helpers/oauth.ts';
 import { freshDatabase, startServer, type TestDatabase, type TestServer } from '../helpers/server.ts';
 
 type App = Awaited<ReturnType<typeof newApp>>;
@@ -37,15 +45,38 @@ after(async () => {
 /** A code for `app`, with the verifier that goes with it. */
 async function codeFor(app: App) {
   const { verifier, challenge } = pkcePair();
-  const back = await authorize(server, { clientId: app.clientId, challenge, username: account.username, password: account.password, scope: 'common users:read' });
+  const back = await authorize(server, {
+    clientId: app.clientId,
+    challenge,
+    username: account.username,
+    password: account.password,
+    scope: 'common users:read',
+  });
   return { code: back.searchParams.get('code')!, verifier };
 }
 
-const exchange = (on: TestServer, app: App, secret: string | null, { code, verifier }: { code: string; verifier: string }) =>
-  tokenRequest(on, { grant_type: 'authorization_code', client_id: app.clientId, code, redirect_uri: REDIRECT_URI, code_verifier: verifier, ...(secret ? { client_secret: secret } : {}) });
+const exchange = (
+  on: TestServer,
+  app: App,
+  secret: string | null,
+  { code, verifier }: { code: string; verifier: string },
+) =>
+  tokenRequest(on, {
+    grant_type: 'authorization_code',
+    client_id: app.clientId,
+    code,
+    redirect_uri: REDIRECT_URI,
+    code_verifier: verifier,
+    ...(secret ? { client_secret: secret } : {}),
+  });
 
 const refresh = (on: TestServer, app: App, secret: string | null, refreshToken: string) =>
-  tokenRequest(on, { grant_type: 'refresh_token', client_id: app.clientId, refresh_token: refreshToken, ...(secret ? { client_secret: secret } : {}) });
+  tokenRequest(on, {
+    grant_type: 'refresh_token',
+    client_id: app.clientId,
+    refresh_token: refreshToken,
+    ...(secret ? { client_secret: secret } : {}),
+  });
 
 /** A confidential app with tokens from one exchange. */
 async function confidentialWithTokens() {
@@ -58,12 +89,23 @@ async function confidentialWithTokens() {
 /** Gives the application a new secret, as /account/apps does; answers it. */
 async function newSecretOf(app: App): Promise<string> {
   const secret = newSecret();
-  await server.app.database.db.updateTable('applications').set({ secret_hash: hashSecret(secret) }).where('client_id', '=', app.clientId).execute();
+  await server.app.database.db
+    .updateTable('applications')
+    .set({ secret_hash: hashSecret(secret) })
+    .where('client_id', '=', app.clientId)
+    .execute();
   return secret;
 }
 
 const failedAuthentications = async (app: App) =>
-  (await server.app.database.db.selectFrom('security_events').select('event_id').where('kind', '=', 'client_authentication_failed').where('client_id', '=', app.clientId).execute()).length;
+  (
+    await server.app.database.db
+      .selectFrom('security_events')
+      .select('event_id')
+      .where('kind', '=', 'client_authentication_failed')
+      .where('client_id', '=', app.clientId)
+      .execute()
+  ).length;
 
 describe('the client check of the token grants', () => {
   test('a new secret: the old one is refused at once on both instances, and the refresh token it was refused with still works with the new one', async () => {
@@ -71,7 +113,8 @@ describe('the client check of the token grants', () => {
     const refreshed = await refresh(other, app, app.clientSecret, refreshToken);
     assert.equal(refreshed.status, 200, refreshed.text);
     const secret = await newSecretOf(app);
-    for (const on of [server, other]) assertOAuthError(await refresh(on, app, app.clientSecret, refreshed.body.refresh_token), 'invalid_client', 401);
+    for (const on of [server, other])
+      assertOAuthError(await refresh(on, app, app.clientSecret, refreshed.body.refresh_token), 'invalid_client', 401);
     assert.equal((await refresh(other, app, secret, refreshed.body.refresh_token)).status, 200);
   });
 
@@ -87,7 +130,11 @@ describe('the client check of the token grants', () => {
 
   test('made public: its old secret is refused at once, and without a secret it gets tokens', async () => {
     const { app, refreshToken } = await confidentialWithTokens();
-    await server.app.database.db.updateTable('applications').set({ secret_hash: null }).where('client_id', '=', app.clientId).execute();
+    await server.app.database.db
+      .updateTable('applications')
+      .set({ secret_hash: null })
+      .where('client_id', '=', app.clientId)
+      .execute();
     assertOAuthError(await refresh(other, app, app.clientSecret, refreshToken), 'invalid_client', 401);
     assert.equal((await refresh(other, app, null, refreshToken)).status, 200);
   });
@@ -107,10 +154,34 @@ describe('the client check of the token grants', () => {
   test('a wrong client and a wrong grant together: invalid_client comes first, as on the full path', async () => {
     const { app, refreshToken } = await confidentialWithTokens();
     assertOAuthError(await refresh(server, app, 'not-the-secret', 'not-a-refresh-token'), 'invalid_client', 401);
-    assertOAuthError(await tokenRequest(server, { grant_type: 'refresh_token', client_id: app.clientId, client_secret: 'not-the-secret' }), 'invalid_client', 401);
-    assertOAuthError(await tokenRequest(server, { grant_type: 'authorization_code', client_id: app.clientId, client_secret: 'not-the-secret', code: 'x' }), 'invalid_client', 401);
+    assertOAuthError(
+      await tokenRequest(server, {
+        grant_type: 'refresh_token',
+        client_id: app.clientId,
+        client_secret: 'not-the-secret',
+      }),
+      'invalid_client',
+      401,
+    );
+    assertOAuthError(
+      await tokenRequest(server, {
+        grant_type: 'authorization_code',
+        client_id: app.clientId,
+        client_secret: 'not-the-secret',
+        code: 'x',
+      }),
+      'invalid_client',
+      401,
+    );
     // The right client with a missing parameter: invalid_request, from the full path.
-    assertOAuthError(await tokenRequest(server, { grant_type: 'refresh_token', client_id: app.clientId, client_secret: app.clientSecret! }), 'invalid_request');
+    assertOAuthError(
+      await tokenRequest(server, {
+        grant_type: 'refresh_token',
+        client_id: app.clientId,
+        client_secret: app.clientSecret!,
+      }),
+      'invalid_request',
+    );
     assert.equal((await refresh(server, app, app.clientSecret, refreshToken)).status, 200);
   });
 
@@ -128,21 +199,57 @@ describe('the client check of the token grants', () => {
   test('a device named in the exchange must be the one of the authorization request, when it named one', async () => {
     const app = await newApp(server);
     const { verifier, challenge } = pkcePair();
-    const back = await authorize(server, { clientId: app.clientId, challenge, username: account.username, password: account.password, scope: 'common users:read', deviceId: 'device-1' });
+    const back = await authorize(server, {
+      clientId: app.clientId,
+      challenge,
+      username: account.username,
+      password: account.password,
+      scope: 'common users:read',
+      deviceId: 'device-1',
+    });
     const code = { code: back.searchParams.get('code')!, verifier };
-    const withDevice = (deviceId: string) => tokenRequest(server, { grant_type: 'authorization_code', client_id: app.clientId, code: code.code, redirect_uri: REDIRECT_URI, code_verifier: verifier, device_id: deviceId });
+    const withDevice = (deviceId: string) =>
+      tokenRequest(server, {
+        grant_type: 'authorization_code',
+        client_id: app.clientId,
+        code: code.code,
+        redirect_uri: REDIRECT_URI,
+        code_verifier: verifier,
+        device_id: deviceId,
+      });
     assertOAuthError(await withDevice('device-2'), 'invalid_grant');
     assert.equal((await withDevice('device-1')).status, 200);
     // A code without a device accepts any.
     const plain = await codeFor(app);
-    assert.equal((await tokenRequest(server, { grant_type: 'authorization_code', client_id: app.clientId, code: plain.code, redirect_uri: REDIRECT_URI, code_verifier: plain.verifier, device_id: 'device-3' })).status, 200);
+    assert.equal(
+      (
+        await tokenRequest(server, {
+          grant_type: 'authorization_code',
+          client_id: app.clientId,
+          code: plain.code,
+          redirect_uri: REDIRECT_URI,
+          code_verifier: plain.verifier,
+          device_id: 'device-3',
+        })
+      ).status,
+      200,
+    );
   });
 
   test('a NUL in a parameter that reaches the statement as text is a 400, never a 500', async () => {
     const app = await newApp(server);
     const { code, verifier } = await codeFor(app);
-    for (const extra of [{ redirect_uri: `${REDIRECT_URI}\0` }, { device_id: 'device\0' }] as Array<Record<string, string>>) {
-      const reply = await tokenRequest(server, { grant_type: 'authorization_code', client_id: app.clientId, code, redirect_uri: REDIRECT_URI, code_verifier: verifier, ...extra });
+    for (const extra of [{ redirect_uri: `${REDIRECT_URI}\0` }, { device_id: 'device\0' }] as Array<
+      Record<string, string>
+    >) {
+      const reply = await tokenRequest(server, {
+        grant_type: 'authorization_code',
+        client_id: app.clientId,
+        code,
+        redirect_uri: REDIRECT_URI,
+        code_verifier: verifier,
+        ...extra,
+      });
       assert.equal(reply.status, 400, reply.text);
     }
     assert.equal((await exchange(server, app, null, { code, verifier })).status, 200);

@@ -7,8 +7,17 @@
 import assert from 'node:assert/strict';
 import { createHash, randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { FormClient, assertOAuthError, REDIRECT_URI, authorize, newAccount, newApp, pkcePair, tokenRequest } from '../helpers/oauth.ts';
-import { startServer, type Reply, type TestServer } from '../helpers/server.ts';
+import {
+  assertOAuthError,
+  authorize,
+  FormClient,
+  newAccount,
+  newApp,
+  pkcePair,
+  REDIRECT_URI,
+  tokenRequest,
+} from '../helpers/oauth.ts';
+import { type Reply, startServer, type TestServer } from '../helpers/server.ts';
 
 /** RFC 7636 appendix B. */
 const RFC_VERIFIER = 'dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk';
@@ -25,20 +34,46 @@ let account: Account;
 let browser: FormClient;
 
 const challengeOf = (verifier: string) => createHash('sha256').update(verifier, 'ascii').digest('base64url');
-const basic = (id: string, secret: string) => ({ authorization: `Basic ${Buffer.from(`${id}:${secret}`).toString('base64')}` });
+const basic = (id: string, secret: string) => ({
+  authorization: `Basic ${Buffer.from(`${id}:${secret}`).toString('base64')}`,
+});
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 const whoAmI = (accessToken: string) => server.request('GET', '/v4/user', { headers: bearer(accessToken) });
 
 /** An authorization code for `app`, bound to `challenge`, through the login and consent pages. */
 async function codeFor(app: App, challenge: string, scope = SCOPE) {
-  const back = await authorize(server, { clientId: app.clientId, challenge, username: account.username, password: account.password, scope, browser });
+  const back = await authorize(server, {
+    clientId: app.clientId,
+    challenge,
+    username: account.username,
+    password: account.password,
+    scope,
+    browser,
+  });
   const code = back.searchParams.get('code');
   assert.ok(code, back.href);
   return code;
 }
 
-function exchange(app: App, code: string, verifier: string, extra: Record<string, string> = {}, headers: Record<string, string> = {}) {
-  return tokenRequest(server, { grant_type: 'authorization_code', client_id: app.clientId, code, redirect_uri: REDIRECT_URI, code_verifier: verifier, ...extra }, headers);
+function exchange(
+  app: App,
+  code: string,
+  verifier: string,
+  extra: Record<string, string> = {},
+  headers: Record<string, string> = {},
+) {
+  return tokenRequest(
+    server,
+    {
+      grant_type: 'authorization_code',
+      client_id: app.clientId,
+      code,
+      redirect_uri: REDIRECT_URI,
+      code_verifier: verifier,
+      ...extra,
+    },
+    headers,
+  );
 }
 
 /** Tokens for `app` (public, or confidential with its secret in the body). */
@@ -50,9 +85,17 @@ async function tokensFor(app: App, scope = SCOPE) {
   return reply.body as { access_token: string; refresh_token: string; scope: string; refresh_token_expiration: number };
 }
 
-const refresh = (app: App, refreshToken: string, extra: Record<string, string> = {}, headers: Record<string, string> = {}) =>
-  tokenRequest(server, { grant_type: 'refresh_token', client_id: app.clientId, refresh_token: refreshToken, ...extra }, headers);
-
+const refresh = (
+  app: App,
+  refreshToken: string,
+  extra: Record<string, string> = {},
+  headers: Record<string, string> = {},
+) =>
+  tokenRequest(
+    server,
+    { grant_type: 'refresh_token', client_id: app.clientId, refresh_token: refreshToken, ...extra },
+    headers,
+  );
 
 async function assertTokenDead(accessToken: string) {
   const reply = await whoAmI(accessToken);
@@ -72,7 +115,10 @@ describe('POST /v4/login', () => {
     server = await startServer();
     account = await newAccount(server);
     browser = new FormClient(server);
-    app = await newApp(server, { scopes: ['common', 'users:read', 'users:update'], redirectUris: [REDIRECT_URI, OTHER_REDIRECT_URI] });
+    app = await newApp(server, {
+      scopes: ['common', 'users:read', 'users:update'],
+      redirectUris: [REDIRECT_URI, OTHER_REDIRECT_URI],
+    });
   });
   after(() => server.close());
 
@@ -119,7 +165,13 @@ describe('POST /v4/login', () => {
       const { verifier, challenge } = pkcePair();
       const code = await codeFor(app, challenge);
       const reply = await server.request('POST', '/v4/login', {
-        body: { grant_type: 'authorization_code', client_id: app.clientId, code, redirect_uri: REDIRECT_URI, code_verifier: verifier },
+        body: {
+          grant_type: 'authorization_code',
+          client_id: app.clientId,
+          code,
+          redirect_uri: REDIRECT_URI,
+          code_verifier: verifier,
+        },
       });
       assert.equal(reply.status, 200, reply.text);
       await assertTokenWorks(reply.body.access_token);
@@ -231,7 +283,13 @@ describe('POST /v4/login', () => {
       test(`a missing ${missing} is invalid_request`, async () => {
         const { verifier, challenge } = pkcePair();
         const code = await codeFor(app, challenge);
-        const params: Record<string, string> = { grant_type: 'authorization_code', client_id: app.clientId, code, redirect_uri: REDIRECT_URI, code_verifier: verifier };
+        const params: Record<string, string> = {
+          grant_type: 'authorization_code',
+          client_id: app.clientId,
+          code,
+          redirect_uri: REDIRECT_URI,
+          code_verifier: verifier,
+        };
         delete params[missing];
         assertOAuthError(await tokenRequest(server, params), 'invalid_request');
         // An empty value is missing too.
@@ -252,7 +310,10 @@ describe('POST /v4/login', () => {
       assert.equal(reply.body.expires_in, 3600);
       assert.notEqual(reply.body.access_token, tokens.access_token);
       assert.notEqual(reply.body.refresh_token, tokens.refresh_token);
-      assert.ok(reply.body.refresh_token_expiration >= tokens.refresh_token_expiration, 'the new refresh token lives 30 days from now');
+      assert.ok(
+        reply.body.refresh_token_expiration >= tokens.refresh_token_expiration,
+        'the new refresh token lives 30 days from now',
+      );
       await assertTokenWorks(reply.body.access_token);
       await assertTokenDead(tokens.access_token);
     });
@@ -277,7 +338,10 @@ describe('POST /v4/login', () => {
     test('a different scope, narrower or wider, is invalid_scope and leaves the tokens valid', async () => {
       const tokens = await tokensFor(app);
       assertOAuthError(await refresh(app, tokens.refresh_token, { scope: 'common' }), 'invalid_scope');
-      assertOAuthError(await refresh(app, tokens.refresh_token, { scope: 'common users:read users:update' }), 'invalid_scope');
+      assertOAuthError(
+        await refresh(app, tokens.refresh_token, { scope: 'common users:read users:update' }),
+        'invalid_scope',
+      );
       assertOAuthError(await refresh(app, tokens.refresh_token, { scope: 'common users:read bogus' }), 'invalid_scope');
       await assertTokenWorks(tokens.access_token);
       assert.equal((await refresh(app, tokens.refresh_token)).status, 200);
@@ -330,7 +394,10 @@ describe('POST /v4/login', () => {
     });
 
     test('a missing refresh_token is invalid_request', async () => {
-      assertOAuthError(await tokenRequest(server, { grant_type: 'refresh_token', client_id: app.clientId }), 'invalid_request');
+      assertOAuthError(
+        await tokenRequest(server, { grant_type: 'refresh_token', client_id: app.clientId }),
+        'invalid_request',
+      );
     });
   });
 
@@ -358,14 +425,20 @@ describe('POST /v4/login', () => {
         basic(confidential.clientId, confidential.clientSecret!),
       );
       assert.equal(reply.status, 200, reply.text);
-      const refreshed = await refresh(confidential, reply.body.refresh_token, {}, basic(confidential.clientId, confidential.clientSecret!));
+      const refreshed = await refresh(
+        confidential,
+        reply.body.refresh_token,
+        {},
+        basic(confidential.clientId, confidential.clientSecret!),
+      );
       assert.equal(refreshed.status, 200, refreshed.text);
     });
 
     test('Basic credentials are form-decoded after base64 (RFC 6749 §2.3.1), for the id and the secret', async () => {
       // The server makes the secret (base64url, nothing that must be encoded), so encode every
       // character: a client that form-encodes, as §2.3.1 asks, must still be recognised.
-      const percentEncodeAll = (text: string) => [...text].map((c) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`).join('');
+      const percentEncodeAll = (text: string) =>
+        [...text].map((c) => `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`).join('');
       const tokens = await tokensFor(confidential);
       const reply = await refresh(
         confidential,
@@ -377,7 +450,12 @@ describe('POST /v4/login', () => {
     });
 
     test('Basic credentials that are not valid form-encoding are 401 invalid_client with a Basic challenge', async () => {
-      const reply = await refresh(confidential, 'whatever', {}, basic(confidential.clientId, `%zz${confidential.clientSecret}`));
+      const reply = await refresh(
+        confidential,
+        'whatever',
+        {},
+        basic(confidential.clientId, `%zz${confidential.clientSecret}`),
+      );
       assertOAuthError(reply, 'invalid_client', 401);
       assert.match(reply.headers.get('www-authenticate') ?? '', /^Basic realm="v4"/);
     });
@@ -389,7 +467,12 @@ describe('POST /v4/login', () => {
     });
 
     test('a wrong secret with Basic is 401 invalid_client with WWW-Authenticate: Basic', async () => {
-      const reply = await refresh(confidential, 'whatever', {}, basic(confidential.clientId, `${confidential.clientSecret}x`));
+      const reply = await refresh(
+        confidential,
+        'whatever',
+        {},
+        basic(confidential.clientId, `${confidential.clientSecret}x`),
+      );
       assertOAuthError(reply, 'invalid_client', 401);
       assert.match(reply.headers.get('www-authenticate') ?? '', /^Basic realm="v4"/);
     });
@@ -399,12 +482,19 @@ describe('POST /v4/login', () => {
       const code = await codeFor(confidential, challenge);
       assertOAuthError(await exchange(confidential, code, verifier), 'invalid_client', 401);
       assertOAuthError(await exchange(confidential, code, verifier, { client_secret: '' }), 'invalid_client', 401);
-      assert.equal((await exchange(confidential, code, verifier, { client_secret: confidential.clientSecret! })).status, 200);
+      assert.equal(
+        (await exchange(confidential, code, verifier, { client_secret: confidential.clientSecret! })).status,
+        200,
+      );
     });
 
     test("another confidential client's secret is invalid_client", async () => {
       const other = await newApp(server, { confidential: true });
-      assertOAuthError(await refresh(confidential, 'whatever', { client_secret: other.clientSecret! }), 'invalid_client', 401);
+      assertOAuthError(
+        await refresh(confidential, 'whatever', { client_secret: other.clientSecret! }),
+        'invalid_client',
+        401,
+      );
     });
 
     test('a public client that sends a secret is 401 invalid_client, in the body or with Basic', async () => {
@@ -421,16 +511,32 @@ describe('POST /v4/login', () => {
     });
 
     test('an unknown client_id is 401 invalid_client', async () => {
-      assertOAuthError(await refresh({ clientId: randomUUID(), clientSecret: null }, 'whatever'), 'invalid_client', 401);
-      assertOAuthError(await refresh({ clientId: 'not-a-uuid', clientSecret: null }, 'whatever'), 'invalid_client', 401);
+      assertOAuthError(
+        await refresh({ clientId: randomUUID(), clientSecret: null }, 'whatever'),
+        'invalid_client',
+        401,
+      );
+      assertOAuthError(
+        await refresh({ clientId: 'not-a-uuid', clientSecret: null }, 'whatever'),
+        'invalid_client',
+        401,
+      );
     });
 
     test('a missing client_id is invalid_request', async () => {
-      assertOAuthError(await tokenRequest(server, { grant_type: 'refresh_token', refresh_token: 'whatever' }), 'invalid_request');
+      assertOAuthError(
+        await tokenRequest(server, { grant_type: 'refresh_token', refresh_token: 'whatever' }),
+        'invalid_request',
+      );
     });
 
     test('Basic and client_secret in the body together are invalid_request', async () => {
-      const reply = await refresh(confidential, 'whatever', { client_secret: confidential.clientSecret! }, basic(confidential.clientId, confidential.clientSecret!));
+      const reply = await refresh(
+        confidential,
+        'whatever',
+        { client_secret: confidential.clientSecret! },
+        basic(confidential.clientId, confidential.clientSecret!),
+      );
       assertOAuthError(reply, 'invalid_request');
     });
 
@@ -443,12 +549,18 @@ describe('POST /v4/login', () => {
 
   describe('the request itself', () => {
     test('a missing grant_type is invalid_request', async () => {
-      assertOAuthError(await tokenRequest(server, { client_id: app.clientId, refresh_token: 'whatever' }), 'invalid_request');
+      assertOAuthError(
+        await tokenRequest(server, { client_id: app.clientId, refresh_token: 'whatever' }),
+        'invalid_request',
+      );
     });
 
     test('grant types other than authorization_code, refresh_token and device_code are unsupported_grant_type', async () => {
       for (const grantType of ['password', 'client_credentials', 'implicit', 'token', 'AUTHORIZATION_CODE']) {
-        assertOAuthError(await tokenRequest(server, { grant_type: grantType, client_id: app.clientId }), 'unsupported_grant_type');
+        assertOAuthError(
+          await tokenRequest(server, { grant_type: grantType, client_id: app.clientId }),
+          'unsupported_grant_type',
+        );
       }
     });
 
@@ -461,7 +573,10 @@ describe('POST /v4/login', () => {
     });
 
     test('a malformed JSON body is invalid_request in the OAuth error shape', async () => {
-      const reply = await server.request('POST', '/v4/login', { body: '{"grant_type":', headers: { 'content-type': 'application/json' } });
+      const reply = await server.request('POST', '/v4/login', {
+        body: '{"grant_type":',
+        headers: { 'content-type': 'application/json' },
+      });
       assertOAuthError(reply, 'invalid_request');
     });
   });

@@ -19,7 +19,11 @@ describe('token grants across a change of the applications table', () => {
     const { app, tokens } = await signedInTokens(server);
     let refreshToken = tokens.refresh_token;
     const refresh = async (when: string) => {
-      const reply = await tokenRequest(server, { grant_type: 'refresh_token', client_id: app.clientId, refresh_token: refreshToken });
+      const reply = await tokenRequest(server, {
+        grant_type: 'refresh_token',
+        client_id: app.clientId,
+        refresh_token: refreshToken,
+      });
       assert.equal(reply.status, 200, `${when}: ${reply.text}`);
       refreshToken = (reply.body as { refresh_token: string }).refresh_token;
     };
@@ -36,7 +40,11 @@ describe('token grants across a change of the applications table', () => {
     const refreshAll = () =>
       Promise.all(
         sessions.map(async (session) => {
-          const reply = await tokenRequest(server, { grant_type: 'refresh_token', client_id: session.app.clientId, refresh_token: session.tokens.refresh_token });
+          const reply = await tokenRequest(server, {
+            grant_type: 'refresh_token',
+            client_id: session.app.clientId,
+            refresh_token: session.tokens.refresh_token,
+          });
           assert.equal(reply.status, 200, reply.text);
           session.tokens = reply.body as typeof session.tokens;
         }),

@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { setPassword, setTotpSecret } from '../../src/accounts/accounts.ts';
 import { isBase32Secret, newTotpSecret, totpCode, totpUri, verifyTotp } from '../../src/accounts/totp.ts';
-import { FormClient, REDIRECT_URI, newAccount, newApp, pkcePair, startLogin, tokenRequest } from '../helpers/oauth.ts';
+import { FormClient, newAccount, newApp, pkcePair, REDIRECT_URI, startLogin, tokenRequest } from '../helpers/oauth.ts';
 import { freshDatabase, startServer, type TestDatabase, type TestServer } from '../helpers/server.ts';
 import { awayFromStepEdge } from '../helpers/totp.ts';
 
@@ -107,13 +107,21 @@ function wrongCodes(secret: string, count: number): string[] {
 }
 
 /** Statuses of replies, counted: { 401: 10, 429: 5 }. */
-const tally = (replies: Array<{ status: number }>) => replies.reduce<Record<number, number>>((counts, { status }) => ({ ...counts, [status]: (counts[status] ?? 0) + 1 }), {});
+const tally = (replies: Array<{ status: number }>) =>
+  replies.reduce<Record<number, number>>(
+    (counts, { status }) => ({ ...counts, [status]: (counts[status] ?? 0) + 1 }),
+    {},
+  );
 
 /** Runs the admin CLI against `databaseUrl`. */
 function admin(databaseUrl: string, ...args: string[]): Promise<{ code: number; stderr: string }> {
   return new Promise((resolve) => {
-    execFile('node_modules/.bin/tsx', ['src/cli/admin.ts', ...args], { env: { ...process.env, DATABASE_URL: databaseUrl }, timeout: 60_000 }, (error, _stdout, stderr) =>
-      resolve({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stderr }),
+    execFile(
+      'node_modules/.bin/tsx',
+      ['src/cli/admin.ts', ...args],
+      { env: { ...process.env, DATABASE_URL: databaseUrl }, timeout: 60_000 },
+      (error, _stdout, stderr) =>
+        resolve({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stderr }),
     );
   });
 }
@@ -121,7 +129,9 @@ function admin(databaseUrl: string, ...args: string[]): Promise<{ code: number; 
 /** The sid cookie a response sets (undefined when none). */
 function sidOf(page: { headers: Headers }) {
   const line = page.headers.getSetCookie().find((cookie) => cookie.startsWith('sid='));
-  return line === undefined ? undefined : { value: line.split(';')[0]!.slice(4), maxAge: /max-age=(\d+)/i.exec(line)?.[1] };
+  return line === undefined
+    ? undefined
+    : { value: line.split(';')[0]!.slice(4), maxAge: /max-age=(\d+)/i.exec(line)?.[1] };
 }
 
 describe('two-step verification on the login pages', () => {
@@ -141,7 +151,12 @@ describe('two-step verification on the login pages', () => {
   /** A fresh browser signs in with the password; answers the page after it and the browser. */
   async function afterPassword(account: { username: string; password: string }, deviceId?: string) {
     const { verifier, challenge } = pkcePair();
-    const page = await startLogin(server, { client_id: app.clientId, code_challenge: challenge, scope: 'common users:read', ...(deviceId ? { device_id: deviceId } : {}) });
+    const page = await startLogin(server, {
+      client_id: app.clientId,
+      code_challenge: challenge,
+      scope: 'common users:read',
+      ...(deviceId ? { device_id: deviceId } : {}),
+    });
     const browser = new FormClient(server);
     const signedIn = await browser.submit(page, { username: account.username, password: account.password });
     assert.equal(signedIn.status, 303, signedIn.text);
@@ -195,9 +210,17 @@ describe('two-step verification on the login pages', () => {
     const approved = await browser.submitOn(consent.text, { decision: 'approve' }, /consent$/);
     assert.equal(approved.status, 303, approved.text);
     const back = new URL(approved.location!);
-    const tokens = await tokenRequest(server, { grant_type: 'authorization_code', client_id: app.clientId, code: back.searchParams.get('code')!, redirect_uri: REDIRECT_URI, code_verifier: verifier });
+    const tokens = await tokenRequest(server, {
+      grant_type: 'authorization_code',
+      client_id: app.clientId,
+      code: back.searchParams.get('code')!,
+      redirect_uri: REDIRECT_URI,
+      code_verifier: verifier,
+    });
     assert.equal(tokens.status, 200, tokens.text);
-    const me = await server.request('GET', '/v4/user', { headers: { authorization: `Bearer ${tokens.body.access_token}` } });
+    const me = await server.request('GET', '/v4/user', {
+      headers: { authorization: `Bearer ${tokens.body.access_token}` },
+    });
     assert.equal(me.status, 200, me.text);
     assert.equal(me.body.userId, account.userId);
   });
@@ -218,7 +241,10 @@ describe('two-step verification on the login pages', () => {
     const first = await afterPassword(account, device);
     assert.match(first.next.text, CODE_FORM);
     assert.match(first.next.text, TRUST_BOX, 'with a device_id the page offers to trust it');
-    const trusted = await first.browser.submitOn(first.next.text, { code: totpCode(account.secret), trust_device: 'yes' });
+    const trusted = await first.browser.submitOn(first.next.text, {
+      code: totpCode(account.secret),
+      trust_device: 'yes',
+    });
     assert.equal(trusted.status, 303, trusted.text);
     assert.match((await first.browser.fetch(first.page)).text, CONSENT);
 
@@ -264,7 +290,12 @@ describe('wrong two-step codes are limited per account and per IP', () => {
     const page = await startLogin(server, { client_id: app.clientId, code_challenge: pkcePair().challenge });
     const browser = new FormClient(server);
     const form = await browser.fetch(page);
-    const signedIn = await browser.submitOn(form.text, { username: account.username, password: account.password }, undefined, from);
+    const signedIn = await browser.submitOn(
+      form.text,
+      { username: account.username, password: account.password },
+      undefined,
+      from,
+    );
     assert.equal(signedIn.status, 303, signedIn.text);
     const codePage = await browser.fetch(page);
     assert.match(codePage.text, CODE_FORM);
@@ -272,7 +303,12 @@ describe('wrong two-step codes are limited per account and per IP', () => {
   }
 
   const pendingSignIns = (userId: string) =>
-    server.app.database.db.selectFrom('web_sessions').select('session_hash').where('user_id', '=', userId).where('mfa_pending', '=', 1).execute();
+    server.app.database.db
+      .selectFrom('web_sessions')
+      .select('session_hash')
+      .where('user_id', '=', userId)
+      .where('mfa_pending', '=', 1)
+      .execute();
 
   test(`after ${MAX} wrong codes even the right code is refused with 429, and the pending sign-in ends`, async () => {
     const account = await twoStepAccount();
@@ -301,8 +337,15 @@ describe('wrong two-step codes are limited per account and per IP', () => {
     const replies: Array<{ status: number }> = [];
     // Four bursts of 25 simultaneous codes, the addresses taking turns.
     for (let batch = 0; batch < 4; batch++) {
-      replies.push(...(await Promise.all(codes.slice(batch * 25, batch * 25 + 25).map((code, i) =>
-        browser.submitOn(html, { code }, undefined, { 'x-forwarded-for': `203.0.113.${(batch * 25 + i) % 12}` })))));
+      replies.push(
+        ...(await Promise.all(
+          codes
+            .slice(batch * 25, batch * 25 + 25)
+            .map((code, i) =>
+              browser.submitOn(html, { code }, undefined, { 'x-forwarded-for': `203.0.113.${(batch * 25 + i) % 12}` }),
+            ),
+        )),
+      );
     }
     const statuses = tally(replies);
     assert.equal(statuses[401], MAX, JSON.stringify(statuses));
@@ -311,13 +354,17 @@ describe('wrong two-step codes are limited per account and per IP', () => {
     assert.deepEqual(await pendingSignIns(account.userId), [], 'the pending sign-in has ended');
 
     // The right code now, from a 13th address: the browser is no longer waiting for a code.
-    const late = await browser.submitOn(html, { code: totpCode(account.secret) }, undefined, { 'x-forwarded-for': '203.0.113.99' });
+    const late = await browser.submitOn(html, { code: totpCode(account.secret) }, undefined, {
+      'x-forwarded-for': '203.0.113.99',
+    });
     assert.equal(late.status, 303, 'no sign-in waits for a code: back to the page');
     assert.equal(late.location, page);
     assert.match((await browser.fetch(page)).text, /name="password"/, 'signed out');
     // Signing in with the password again does not reopen the code: the account is over its limit.
     const again = await pending(account, { 'x-forwarded-for': '203.0.113.100' });
-    const refused = await again.browser.submitOn(again.html, { code: totpCode(account.secret) }, undefined, { 'x-forwarded-for': '203.0.113.101' });
+    const refused = await again.browser.submitOn(again.html, { code: totpCode(account.secret) }, undefined, {
+      'x-forwarded-for': '203.0.113.101',
+    });
     assert.equal(refused.status, 429, refused.text);
     assert.match((await again.browser.fetch(again.page)).text, /name="password"/);
   });
@@ -337,7 +384,9 @@ describe('wrong two-step codes are limited per account and per IP', () => {
     assert.match(refused.text, /Too many wrong codes\. Try again in 15 minute\(s\)\./);
     assert.match(refused.text, CODE_FORM, 'still waiting for the code');
     // From another address the same browser's right code goes through.
-    const accepted = await b.browser.submitOn(b.html, { code: totpCode(second.secret) }, undefined, { 'x-forwarded-for': '198.51.100.4' });
+    const accepted = await b.browser.submitOn(b.html, { code: totpCode(second.secret) }, undefined, {
+      'x-forwarded-for': '198.51.100.4',
+    });
     assert.equal(accepted.status, 303, accepted.text);
     assert.match((await b.browser.fetch(b.page)).text, CONSENT);
   });
@@ -347,11 +396,24 @@ describe('wrong two-step codes are limited per account and per IP', () => {
     const account = await twoStepAccount();
     const from = { 'x-forwarded-for': '198.51.100.5' };
     const first = await pending(account, from);
-    for (let i = 0; i < MAX - 1; i++) assert.equal((await first.browser.submitOn(first.html, { code: wrongCode(account.secret) }, undefined, from)).status, 401);
-    assert.equal((await first.browser.submitOn(first.html, { code: totpCode(account.secret) }, undefined, from)).status, 303);
+    for (let i = 0; i < MAX - 1; i++)
+      assert.equal(
+        (await first.browser.submitOn(first.html, { code: wrongCode(account.secret) }, undefined, from)).status,
+        401,
+      );
+    assert.equal(
+      (await first.browser.submitOn(first.html, { code: totpCode(account.secret) }, undefined, from)).status,
+      303,
+    );
     const second = await pending(account, from);
-    assert.equal((await second.browser.submitOn(second.html, { code: wrongCode(account.secret) }, undefined, from)).status, 401);
-    assert.equal((await second.browser.submitOn(second.html, { code: wrongCode(account.secret) }, undefined, from)).status, 429);
+    assert.equal(
+      (await second.browser.submitOn(second.html, { code: wrongCode(account.secret) }, undefined, from)).status,
+      401,
+    );
+    assert.equal(
+      (await second.browser.submitOn(second.html, { code: wrongCode(account.secret) }, undefined, from)).status,
+      429,
+    );
   });
 });
 
@@ -378,7 +440,11 @@ describe('a two-step code is accepted once (RFC 6238 §5.2)', () => {
     const secret = newTotpSecret();
     const account = await newAccount(server, { totpSecret: secret });
     const now = Date.now();
-    const [previous, current, next] = [-1, 0, 1].map((step) => totpCode(secret, now + step * STEP_MS)) as [string, string, string];
+    const [previous, current, next] = [-1, 0, 1].map((step) => totpCode(secret, now + step * STEP_MS)) as [
+      string,
+      string,
+      string,
+    ];
 
     assert.equal((await (await pending(account)).submit(current)).status, 303, 'the current code signs in');
     const replay = await (await pending(account)).submit(current);
@@ -421,13 +487,20 @@ describe('trusted devices end', () => {
     const account = { ...(await newAccount(server, { totpSecret: secret })), secret };
     const first = await afterPassword(account, device);
     assert.match(first.next.text, CODE_FORM);
-    assert.equal((await first.browser.submitOn(first.next.text, { code: totpCode(secret), trust_device: 'yes' })).status, 303);
+    assert.equal(
+      (await first.browser.submitOn(first.next.text, { code: totpCode(secret), trust_device: 'yes' })).status,
+      303,
+    );
     assert.match((await afterPassword(account, device)).next.text, CONSENT, 'trusted: no code asked');
     return account;
   }
 
   async function afterPassword(account: { username: string; password: string }, deviceId: string) {
-    const page = await startLogin(server, { client_id: app.clientId, code_challenge: pkcePair().challenge, device_id: deviceId });
+    const page = await startLogin(server, {
+      client_id: app.clientId,
+      code_challenge: pkcePair().challenge,
+      device_id: deviceId,
+    });
     const browser = new FormClient(server);
     const signedIn = await browser.submit(page, { username: account.username, password: account.password });
     assert.equal(signedIn.status, 303, signedIn.text);
@@ -436,7 +509,11 @@ describe('trusted devices end', () => {
 
   /** Moves the trust of the user's devices `ageMs` into the past. */
   const ageTrust = (userId: string, ageMs: number) =>
-    server.app.database.db.updateTable('trusted_devices').set({ created_at: Date.now() - ageMs }).where('user_id', '=', userId).execute();
+    server.app.database.db
+      .updateTable('trusted_devices')
+      .set({ created_at: Date.now() - ageMs })
+      .where('user_id', '=', userId)
+      .execute();
 
   const DAY_MS = 24 * 60 * 60 * 1000;
 
@@ -453,7 +530,14 @@ describe('trusted devices end', () => {
     const device = `device-${randomBytes(6).toString('hex')}`;
     const account = await trustedAccount(device);
     const other = await trustedAccount(device);
-    const run = await admin(database.url, 'user', 'set-password', account.username, '--password', 'a new password here');
+    const run = await admin(
+      database.url,
+      'user',
+      'set-password',
+      account.username,
+      '--password',
+      'a new password here',
+    );
     assert.equal(run.code, 0, run.stderr);
     assert.match((await afterPassword({ ...account, password: 'a new password here' }, device)).next.text, CODE_FORM);
     assert.match((await afterPassword(other, device)).next.text, CONSENT, "another user's trust stays");
@@ -471,6 +555,9 @@ describe('trusted devices end', () => {
     assert.match((await afterPassword(byService, device)).next.text, CODE_FORM);
     const byPassword = await trustedAccount(device);
     assert.equal(await setPassword(server.app.database.db, byPassword.userId, 'another new password'), true);
-    assert.match((await afterPassword({ ...byPassword, password: 'another new password' }, device)).next.text, CODE_FORM);
+    assert.match(
+      (await afterPassword({ ...byPassword, password: 'another new password' }, device)).next.text,
+      CODE_FORM,
+    );
   });
 });

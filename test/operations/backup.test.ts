@@ -11,15 +11,19 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { newUser } from '../helpers/keys.ts';
-import { freshDatabase, startServer, type Reply, type TestServer } from '../helpers/server.ts';
+import { freshDatabase, type Reply, startServer, type TestServer } from '../helpers/server.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const onPostgres = process.env.DATABASE_URL?.startsWith('postgres') ?? false;
 
 function admin(databaseUrl: string, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((done) => {
-    execFile(join(ROOT, 'node_modules/.bin/tsx'), ['src/cli/admin.ts', ...args], { cwd: ROOT, env: { ...process.env, DATABASE_URL: databaseUrl }, timeout: 60_000 }, (error, stdout, stderr) =>
-      done({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout, stderr }),
+    execFile(
+      join(ROOT, 'node_modules/.bin/tsx'),
+      ['src/cli/admin.ts', ...args],
+      { cwd: ROOT, env: { ...process.env, DATABASE_URL: databaseUrl }, timeout: 60_000 },
+      (error, stdout, stderr) =>
+        done({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout, stderr }),
     );
   });
 }
@@ -40,7 +44,9 @@ describe('backup on SQLite', { skip: onPostgres && 'SQLite only', timeout: 120_0
       const writers = Array.from({ length: 4 }, async () => {
         while (writing) {
           const userId = crypto.randomUUID();
-          const reply = await server!.request('POST', '/v1/user.php', { body: { user_id: userId, public_key: publicPem } });
+          const reply = await server!.request('POST', '/v1/user.php', {
+            body: { user_id: userId, public_key: publicPem },
+          });
           assert.equal(reply.status, 200, reply.text);
           acknowledged.push(userId);
         }
@@ -57,7 +63,10 @@ describe('backup on SQLite', { skip: onPostgres && 'SQLite only', timeout: 120_0
       assert.match(run.stdout, /backed up to/);
       // The secrets key (generated beside the database) is copied beside the backup, mode 0600.
       const keyFile = join(dirname(databasePath), 'secrets.key');
-      assert.match(run.stdout, new RegExp(`secrets key copied to ${backupFile.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\.secrets\\.key`));
+      assert.match(
+        run.stdout,
+        new RegExp(`secrets key copied to ${backupFile.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\.secrets\\.key`),
+      );
       assert.equal(readFileSync(`${backupFile}.secrets.key`, 'utf8'), readFileSync(keyFile, 'utf8'));
       assert.equal(statSync(`${backupFile}.secrets.key`).mode & 0o777, 0o600);
       assert.ok(ackedAfterBackup > ackedBeforeBackup.length, 'no write happened while the backup ran');
@@ -82,7 +91,11 @@ describe('backup on SQLite', { skip: onPostgres && 'SQLite only', timeout: 120_0
         assert.equal(reply.status, 200, reply.text);
         for (const user of [reply.body].flat()) found.add(user.user_id);
       }
-      assert.deepEqual(ackedBeforeBackup.filter((id) => !found.has(id)), [], 'acknowledged writes missing from the restored backup');
+      assert.deepEqual(
+        ackedBeforeBackup.filter((id) => !found.has(id)),
+        [],
+        'acknowledged writes missing from the restored backup',
+      );
     } finally {
       await server?.close();
       await database.drop();

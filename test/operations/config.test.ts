@@ -9,7 +9,11 @@ test('WORKERS is a process count or auto (one per core), 1 by default', () => {
   assert.equal(loadConfig({ WORKERS: '4' }).workers, 4);
   assert.equal(loadConfig({ WORKERS: 'auto' }).workers, availableParallelism());
   for (const bad of ['0', '-1', '1.5', 'many', '1000', ' 2']) {
-    assert.throws(() => loadConfig({ WORKERS: bad }), (error: Error) => error instanceof ConfigError && /WORKERS/.test(error.message), bad);
+    assert.throws(
+      () => loadConfig({ WORKERS: bad }),
+      (error: Error) => error instanceof ConfigError && /WORKERS/.test(error.message),
+      bad,
+    );
   }
 });
 

@@ -23,7 +23,8 @@ test('GET / is an HTML page in the look of the login pages, with links to the do
   // Sign-up is open by default (SIGN_UP): the page links it.
   assert.deepEqual(links, ['/v4/docs', '/device', '/account/sign-up', '/account']);
   // Every link leads somewhere (the account page may send a signed-out visitor to sign in).
-  for (const link of ['/v4/docs', '/device', '/account/sign-up']) assert.ok([200, 302].includes((await server.request('GET', link)).status), link);
+  for (const link of ['/v4/docs', '/device', '/account/sign-up'])
+    assert.ok([200, 302].includes((await server.request('GET', link)).status), link);
 });
 
 test('HEAD / answers the headers without a body', async () => {

@@ -46,7 +46,9 @@ describe('GET /metrics with METRICS_TOKEN', () => {
 
   test('needs the bearer token: none, a wrong one, or a prefix of it is 401', async () => {
     for (const authorization of [undefined, `Bearer wrong`, `Bearer ${TOKEN.slice(0, -1)}`, `Basic ${TOKEN}`, TOKEN]) {
-      const reply = await server.request('GET', '/metrics', { headers: authorization === undefined ? {} : { authorization } });
+      const reply = await server.request('GET', '/metrics', {
+        headers: authorization === undefined ? {} : { authorization },
+      });
       assert.equal(reply.status, 401, String(authorization));
       assert.equal(reply.body.code, 'unauthorized');
       assert.match(reply.headers.get('www-authenticate') ?? '', /^Bearer/);
@@ -74,7 +76,10 @@ describe('GET /metrics with METRICS_TOKEN', () => {
     assert.equal((await server.request('GET', `/no/such/${id}`)).status, 404);
     const afterText = await scrape();
     assert.equal(value(afterText, 'http_requests_total', 'method="GET"', route, 'status="404"'), beforeCount + 1);
-    assert.equal(value(afterText, 'http_request_duration_seconds_count', 'method="GET"', route, 'status="404"'), beforeHistogram + 1);
+    assert.equal(
+      value(afterText, 'http_request_duration_seconds_count', 'method="GET"', route, 'status="404"'),
+      beforeHistogram + 1,
+    );
     assert.ok(value(afterText, 'http_requests_total', 'route="unmatched"', 'status="404"') >= 1);
     assert.doesNotMatch(afterText, new RegExp(id), 'a raw path became a label');
   });
@@ -83,12 +88,26 @@ describe('GET /metrics with METRICS_TOKEN', () => {
     const before = await scrape();
     const labels = ['grant_type="authorization_code"', 'outcome="invalid_client"'];
     const otherLabels = ['grant_type="other"', 'outcome="unsupported_grant_type"'];
-    const form = (body: string) => server.request('POST', '/v4/login', { headers: { 'content-type': 'application/x-www-form-urlencoded' }, body });
-    assert.equal((await form(`grant_type=authorization_code&client_id=${randomUUID()}&code=x&redirect_uri=https://a.example/&code_verifier=${'a'.repeat(43)}`)).status, 401);
+    const form = (body: string) =>
+      server.request('POST', '/v4/login', { headers: { 'content-type': 'application/x-www-form-urlencoded' }, body });
+    assert.equal(
+      (
+        await form(
+          `grant_type=authorization_code&client_id=${randomUUID()}&code=x&redirect_uri=https://a.example/&code_verifier=${'a'.repeat(43)}`,
+        )
+      ).status,
+      401,
+    );
     assert.equal((await form('grant_type=__proto__')).status, 400);
     const afterText = await scrape();
-    assert.equal(value(afterText, 'oauth_token_grants_total', ...labels), value(before, 'oauth_token_grants_total', ...labels) + 1);
-    assert.equal(value(afterText, 'oauth_token_grants_total', ...otherLabels), value(before, 'oauth_token_grants_total', ...otherLabels) + 1);
+    assert.equal(
+      value(afterText, 'oauth_token_grants_total', ...labels),
+      value(before, 'oauth_token_grants_total', ...labels) + 1,
+    );
+    assert.equal(
+      value(afterText, 'oauth_token_grants_total', ...otherLabels),
+      value(before, 'oauth_token_grants_total', ...otherLabels) + 1,
+    );
   });
 
   test('counts rate-limit refusals by limit', async () => {

@@ -6,18 +6,30 @@
  * stops them all with exit code 0.
  */
 import assert from 'node:assert/strict';
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { productionStart } from '../../bench/processes.ts';
 import { startMailbox } from '../helpers/mail.ts';
 import { FormClient } from '../helpers/oauth.ts';
 import { newAddress, submitForm } from '../helpers/self-service.ts';
 import { freshDatabase, send, type TestDatabase, type TestServer } from '../helpers/server.ts';
-import { productionStart } from '../../bench/processes.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
-const CONFIG_KEYS = ['PORT', 'HOST', 'BASE_URL', 'DATABASE_URL', 'REDIS_URL', 'RATE_LIMIT_V1', 'RATE_LIMIT_V4', 'TRUST_PROXY', 'LOG_LEVEL', 'WORKERS', 'METRICS_TOKEN'];
+const CONFIG_KEYS = [
+  'PORT',
+  'HOST',
+  'BASE_URL',
+  'DATABASE_URL',
+  'REDIS_URL',
+  'RATE_LIMIT_V1',
+  'RATE_LIMIT_V4',
+  'TRUST_PROXY',
+  'LOG_LEVEL',
+  'WORKERS',
+  'METRICS_TOKEN',
+];
 const METRICS_TOKEN = 'a-long-random-metrics-token';
 const TIMEOUT_MS = 60_000;
 
@@ -61,7 +73,9 @@ async function startCluster(env: Record<string, string>): Promise<Cluster> {
   let output = '';
   child.stdout!.on('data', (chunk) => (output += chunk));
   child.stderr!.on('data', (chunk) => (output += chunk));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) => child.on('exit', (code, signal) => done({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) =>
+    child.on('exit', (code, signal) => done({ code, signal })),
+  );
   const workerPids = () =>
     output
       .split('\n')
@@ -90,7 +104,11 @@ async function answeringPids(cluster: Cluster, count: number): Promise<Set<numbe
   const deadline = Date.now() + 10_000;
   let lines: string[] = [];
   for (;;) {
-    lines = cluster.output().slice(before).split('\n').filter((line) => line.includes('"path":"/"'));
+    lines = cluster
+      .output()
+      .slice(before)
+      .split('\n')
+      .filter((line) => line.includes('"path":"/"'));
     if (lines.length >= count || Date.now() > deadline) break;
     await new Promise((done) => setTimeout(done, 20));
   }
@@ -124,16 +142,18 @@ describe('the compiled server with WORKERS=2', { timeout: 180_000 }, () => {
     assert.deepEqual([...pids].sort(), [...workers].sort());
   });
 
-  test('every worker runs under the start script\'s node flags (the heap limits and the GC mode apply to each)', () => {
+  test("every worker runs under the start script's node flags (the heap limits and the GC mode apply to each)", () => {
     assert.ok(production.flags.length > 0, 'the start script passes node flags');
     for (const pid of cluster.workerPids()) {
       const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
-      for (const flag of production.flags) assert.ok(argv.includes(flag), `worker ${pid} runs without ${flag}: ${argv.join(' ')}`);
+      for (const flag of production.flags)
+        assert.ok(argv.includes(flag), `worker ${pid} runs without ${flag}: ${argv.join(' ')}`);
     }
   });
 
   test('/metrics adds up the requests of every worker', async () => {
-    const metrics = () => send(cluster.url, 'GET', '/metrics', { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
+    const metrics = () =>
+      send(cluster.url, 'GET', '/metrics', { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
     const first = await metrics();
     assert.equal(first.status, 200, first.text);
     const before = metricValue(first.text, 'http_requests_total', 'route="/",status="200"');
@@ -158,7 +178,9 @@ describe('the compiled server with WORKERS=2', { timeout: 180_000 }, () => {
     let answered = 0;
     while (cluster.workerPids().length < 3 || answered < 5) {
       assert.ok(Date.now() < deadline, `no replacement worker:\n${cluster.output()}`);
-      const reply = await send(cluster.url, 'GET', '/healthz', { headers: { connection: 'close' } }).catch((error: Error) => ({ status: 0, text: error.message }));
+      const reply = await send(cluster.url, 'GET', '/healthz', { headers: { connection: 'close' } }).catch(
+        (error: Error) => ({ status: 0, text: error.message }),
+      );
       if (reply.status === 200) answered++;
       else failures.push(`${reply.status} ${reply.text}`);
     }
@@ -204,7 +226,8 @@ describe('the compiled server with WORKERS=1', { timeout: 120_000 }, () => {
     // A lone line is written by the periodic flush (a quarter second), not held until the next batch.
     await send(single.url, 'GET', '/lone');
     const deadline = Date.now() + 2_000;
-    while (!requestLines().includes('/lone') && Date.now() < deadline) await new Promise((done) => setTimeout(done, 20));
+    while (!requestLines().includes('/lone') && Date.now() < deadline)
+      await new Promise((done) => setTimeout(done, 20));
     assert.ok(requestLines().includes('/lone'), 'the lone request line was not written within 2 s');
     // Lines still waiting when the process stops are written before it exits.
     await Promise.all(['/last-1', '/last-2', '/last-3'].map((path) => send(single.url, 'GET', path)));
@@ -214,11 +237,18 @@ describe('the compiled server with WORKERS=1', { timeout: 120_000 }, () => {
     const batchOf = (path: string) => Math.floor(Number(path.slice('/nothing-'.length)) / 10);
     const loaded = logged.slice(0, paths.length);
     assert.deepEqual([...loaded].sort(), [...paths].sort(), 'every request line once');
-    assert.ok(loaded.every((path, index) => index === 0 || batchOf(loaded[index - 1]!) <= batchOf(path)), 'the lines of each batch of requests come after the batch before');
+    assert.ok(
+      loaded.every((path, index) => index === 0 || batchOf(loaded[index - 1]!) <= batchOf(path)),
+      'the lines of each batch of requests come after the batch before',
+    );
     assert.equal(logged[paths.length], '/lone');
     assert.deepEqual(logged.slice(paths.length + 1).sort(), ['/last-1', '/last-2', '/last-3']);
     const lines = single.output().trimEnd().split('\n');
-    assert.ok(lines.findIndex((line) => line.includes('"msg":"shutting down"')) > lines.map((line) => line.includes('"path":"/last-')).lastIndexOf(true), 'the shutdown line comes after the last request lines');
+    assert.ok(
+      lines.findIndex((line) => line.includes('"msg":"shutting down"')) >
+        lines.map((line) => line.includes('"path":"/last-')).lastIndexOf(true),
+      'the shutdown line comes after the last request lines',
+    );
   });
 
   test('sends mail: nodemailer, left out of the bundle, loads from node_modules on first use', async () => {
@@ -243,12 +273,18 @@ describe('the compiled server with WORKERS=1', { timeout: 120_000 }, () => {
   // Node 20 only: there pg's Cloudflare check loads undici (later Nodes have a navigator, which the
   // check reads first), and on Node 26.12.1 undici was loaded at start by another path (not traced).
   const notNode20 = !process.versions.node.startsWith('20.') && 'Node 20 only';
-  test('on SQLite, loads neither pg nor, through it, Node\'s fetch (undici) at start', { skip: (process.env.DATABASE_URL?.startsWith('postgres') && 'SQLite only') || notNode20 }, async () => {
+  test("on SQLite, loads neither pg nor, through it, Node's fetch (undici) at start", {
+    skip: (process.env.DATABASE_URL?.startsWith('postgres') && 'SQLite only') || notNode20,
+  }, async () => {
     // On Node 20 pg's Cloudflare check constructs a Response at load, and with it undici: ~2 MiB of
     // idle memory (docs/decisions.md, "Memory at idle"). pg is imported only for PostgreSQL.
     const record = join(build, 'node-modules.txt');
     const preload = join(ROOT, 'test/fixtures/record-node-modules.mjs');
-    const single = await startCluster({ WORKERS: '1', NODE_OPTIONS: `--import ${preload}`, RECORD_NODE_MODULES: record });
+    const single = await startCluster({
+      WORKERS: '1',
+      NODE_OPTIONS: `--import ${preload}`,
+      RECORD_NODE_MODULES: record,
+    });
     assert.equal((await send(single.url, 'GET', '/v4/user')).status, 401);
     single.child.kill('SIGTERM');
     assert.deepEqual(await single.exited, { code: 0, signal: null });
@@ -266,11 +302,17 @@ describe('the compiled server with WORKERS=1', { timeout: 120_000 }, () => {
   });
 });
 
-describe('the compiled SQLite thread (its own bundle, dist/db/sqlite-thread-worker.js): checkpoints', { skip: process.env.DATABASE_URL?.startsWith('postgres') && 'SQLite only' }, () => {
+describe('the compiled SQLite thread (its own bundle, dist/db/sqlite-thread-worker.js): checkpoints', {
+  skip: process.env.DATABASE_URL?.startsWith('postgres') && 'SQLite only',
+}, () => {
   test('copies the log back into the database file', async () => {
     // The compiled connection module starts the worker from the file beside it, as the server bundle does.
-    const { openDatabase } = (await import(join(build, 'db/connection.js'))) as typeof import('../../src/db/connection.ts');
-    const { migrateToLatest } = (await import(join(build, 'db/migrate.js'))) as typeof import('../../src/db/migrate.ts');
+    const { openDatabase } = (await import(
+      join(build, 'db/connection.js')
+    )) as typeof import('../../src/db/connection.ts');
+    const { migrateToLatest } = (await import(
+      join(build, 'db/migrate.js')
+    )) as typeof import('../../src/db/migrate.ts');
     const dir = mkdtempSync(join(ROOT, '.scratch', 'wal-'));
     const path = join(dir, 'test.db');
     const sqlite = openDatabase({ kind: 'sqlite', path }, { checkpointWorkerAfterWrites: 1 });
@@ -280,7 +322,11 @@ describe('the compiled SQLite thread (its own bundle, dist/db/sqlite-thread-work
       // ~300 pages, fewer than SQLite's own automatic checkpoint waits for: only the worker copies them.
       for (let batch = 0; batch < 6; batch++) {
         await sqlite.db.transaction().execute(async (trx) => {
-          for (let i = 0; i < 50; i++) await trx.insertInto('content_versions').values({ name: `${batch}-${i}-${'x'.repeat(3000)}`, version: i }).execute();
+          for (let i = 0; i < 50; i++)
+            await trx
+              .insertInto('content_versions')
+              .values({ name: `${batch}-${i}-${'x'.repeat(3000)}`, version: i })
+              .execute();
         });
       }
       const deadline = Date.now() + 5000;
@@ -295,16 +341,28 @@ describe('the compiled SQLite thread (its own bundle, dist/db/sqlite-thread-work
   });
 });
 
-describe('the compiled SQLite thread (its own bundle, dist/db/sqlite-thread-worker.js): batches', { skip: process.env.DATABASE_URL?.startsWith('postgres') && 'SQLite only' }, () => {
+describe('the compiled SQLite thread (its own bundle, dist/db/sqlite-thread-worker.js): batches', {
+  skip: process.env.DATABASE_URL?.startsWith('postgres') && 'SQLite only',
+}, () => {
   test('writes a batch on its thread', async () => {
-    const { openDatabase } = (await import(join(build, 'db/connection.js'))) as typeof import('../../src/db/connection.ts');
+    const { openDatabase } = (await import(
+      join(build, 'db/connection.js')
+    )) as typeof import('../../src/db/connection.ts');
     const dir = mkdtempSync(join(ROOT, '.scratch', 'batch-'));
     const sqlite = openDatabase({ kind: 'sqlite', path: join(dir, 'test.db') });
     try {
-      await sqlite.db.schema.createTable('items').addColumn('name', 'text', (col) => col.primaryKey()).execute();
-      const written = await sqlite.writeBatch!([{ sql: 'insert into items (name) values (?), (?)', parameters: ['one', 'two'] }]);
+      await sqlite.db.schema
+        .createTable('items')
+        .addColumn('name', 'text', (col) => col.primaryKey())
+        .execute();
+      const written = await sqlite.writeBatch!([
+        { sql: 'insert into items (name) values (?), (?)', parameters: ['one', 'two'] },
+      ]);
       assert.equal(written, true);
-      const rows = await sqlite.db.selectFrom('items' as never).select('name' as never).execute();
+      const rows = await sqlite.db
+        .selectFrom('items' as never)
+        .select('name' as never)
+        .execute();
       assert.equal(rows.length, 2);
     } finally {
       await sqlite.close();

@@ -23,7 +23,13 @@ after(async () => {
 let serial = 0;
 function engram(modId: string, path?: string) {
   const object = `PrimalItem_Race${++serial}`;
-  return { path: path ?? `/Game/Mods/${modId}/Race/${object}.${object}`, label: `Race ${serial}`, mod_id: modId, availability: 31, can_blueprint: true };
+  return {
+    path: path ?? `/Game/Mods/${modId}/Race/${object}.${object}`,
+    label: `Race ${serial}`,
+    mod_id: modId,
+    availability: 31,
+    can_blueprint: true,
+  };
 }
 
 async function modIdsOf(user: TestUser): Promise<string[]> {
@@ -43,8 +49,20 @@ describe('registering mods concurrently', () => {
     );
     const replies = await Promise.all(
       rounds.flatMap(({ alice, bob, mods }) => [
-        signed(server, alice, 'POST', '/v1/mod.php', mods.map((mod_id) => ({ mod_id }))),
-        signed(server, bob, 'POST', '/v1/mod.php', [...mods].reverse().map((mod_id) => ({ mod_id }))),
+        signed(
+          server,
+          alice,
+          'POST',
+          '/v1/mod.php',
+          mods.map((mod_id) => ({ mod_id })),
+        ),
+        signed(
+          server,
+          bob,
+          'POST',
+          '/v1/mod.php',
+          [...mods].reverse().map((mod_id) => ({ mod_id })),
+        ),
       ]),
     );
     for (const reply of replies) assert.equal(reply.status, 200, reply.text);
@@ -55,17 +73,38 @@ describe('registering mods concurrently', () => {
   });
 
   test('one user sending the same mods twice in opposite orders at once: one registers them, the other is 400', async () => {
-    const rounds = await Promise.all(Array.from({ length: 10 }, async () => ({ user: await registerUser(server, 'ed25519'), mods: Array.from({ length: 4 }, () => publishMod(workshop)) })));
+    const rounds = await Promise.all(
+      Array.from({ length: 10 }, async () => ({
+        user: await registerUser(server, 'ed25519'),
+        mods: Array.from({ length: 4 }, () => publishMod(workshop)),
+      })),
+    );
     const pairs = await Promise.all(
       rounds.map(({ user, mods }) =>
         Promise.all([
-          signed(server, user, 'POST', '/v1/mod.php', mods.map((mod_id) => ({ mod_id }))),
-          signed(server, user, 'POST', '/v1/mod.php', [...mods].reverse().map((mod_id) => ({ mod_id }))),
+          signed(
+            server,
+            user,
+            'POST',
+            '/v1/mod.php',
+            mods.map((mod_id) => ({ mod_id })),
+          ),
+          signed(
+            server,
+            user,
+            'POST',
+            '/v1/mod.php',
+            [...mods].reverse().map((mod_id) => ({ mod_id })),
+          ),
         ]),
       ),
     );
     for (const [index, pair] of pairs.entries()) {
-      assert.deepEqual(pair.map((reply) => reply.status).sort(), [200, 400], pair.map((reply) => reply.text).join('\n'));
+      assert.deepEqual(
+        pair.map((reply) => reply.status).sort(),
+        [200, 400],
+        pair.map((reply) => reply.text).join('\n'),
+      );
       assert.equal(pair.find((reply) => reply.status === 400)!.body.code, 'badRequest');
       assert.deepEqual(await modIdsOf(rounds[index]!.user), [...rounds[index]!.mods].sort());
     }
@@ -85,12 +124,14 @@ describe("engram writes racing their mod's deletion", () => {
     );
     const outcomes = await Promise.all(
       rounds.map(async ({ user, modId, existing }) => {
-        const writes = Array.from({ length: 12 }, (_, index) =>
-          index % 3 === 0
-            ? { ...existing, label: `Renamed ${index}` } // an update naming the mod
-            : index % 3 === 1
-              ? engram(modId) // a new engram
-              : [engram(modId), engram(modId)], // several at once
+        const writes = Array.from(
+          { length: 12 },
+          (_, index) =>
+            index % 3 === 0
+              ? { ...existing, label: `Renamed ${index}` } // an update naming the mod
+              : index % 3 === 1
+                ? engram(modId) // a new engram
+                : [engram(modId), engram(modId)], // several at once
         );
         const deletion = signed(server, user, 'DELETE', `/v1/mod.php/${modId}`);
         const replies = await Promise.all(writes.map((body) => signed(server, user, 'POST', '/v1/engram.php', body)));
@@ -129,9 +170,18 @@ describe('workshop ids of up to 20 digits', () => {
   });
 
   test('round-trip exactly through registration, confirmation, lists, engrams and deletion', async () => {
-    const registered = await signed(server, user, 'POST', '/v1/mod.php', HUGE.map((mod_id) => ({ mod_id })));
+    const registered = await signed(
+      server,
+      user,
+      'POST',
+      '/v1/mod.php',
+      HUGE.map((mod_id) => ({ mod_id })),
+    );
     assert.equal(registered.status, 200, registered.text);
-    assert.deepEqual(registered.body.map((mod: { mod_id: string }) => mod.mod_id), HUGE);
+    assert.deepEqual(
+      registered.body.map((mod: { mod_id: string }) => mod.mod_id),
+      HUGE,
+    );
     for (const mod of registered.body) {
       assert.equal(mod.engrams_url, `${server.config.baseUrl}/v1/engram.php?mod_id=${mod.mod_id}`);
       assert.match(mod.workshop_url, new RegExp(`id=${mod.mod_id}$`));
@@ -176,7 +226,13 @@ describe('workshop ids of up to 20 digits', () => {
     assert.equal(asNumber.status, 400, asNumber.text);
     assert.equal(asNumber.body.code, 'badRequest');
     assert.match(asNumber.body.message, /string/);
-    const engramNumber = await signed(server, user, 'POST', '/v1/engram.php', '{"path":"/Game/X/Y.Y","label":"Y","mod_id":18446744073709551615,"availability":1,"can_blueprint":true}');
+    const engramNumber = await signed(
+      server,
+      user,
+      'POST',
+      '/v1/engram.php',
+      '{"path":"/Game/X/Y.Y","label":"Y","mod_id":18446744073709551615,"availability":1,"can_blueprint":true}',
+    );
     assert.equal(engramNumber.status, 400, engramNumber.text);
     assert.match(engramNumber.body.message, /string/);
     assert.equal(engramNumber.body.details.field, 'mod_id');

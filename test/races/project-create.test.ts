@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { startServer, type TestServer } from '../helpers/server.ts';
-import { assertError, signIn, type SignedIn } from '../rest/fixtures/clients.ts';
+import { assertError, type SignedIn, signIn } from '../rest/fixtures/clients.ts';
 
 let server: TestServer;
 let owner: SignedIn;
@@ -22,7 +22,9 @@ describe('concurrent writes of one new projectId', () => {
   test('200 simultaneous POSTs by its owner: one creates it, the other 199 update it', async () => {
     const projectId = randomUUID();
     const replies = await Promise.all(
-      Array.from({ length: 200 }, (_, index) => owner.call('POST', '/v4/projects', { body: { projectId, title: `Title ${index}` } })),
+      Array.from({ length: 200 }, (_, index) =>
+        owner.call('POST', '/v4/projects', { body: { projectId, title: `Title ${index}` } }),
+      ),
     );
     const statuses = replies.map((reply) => reply.status);
     assert.deepEqual([...new Set(statuses)], [200], replies.find((reply) => reply.status !== 200)?.text);
@@ -38,9 +40,17 @@ describe('concurrent writes of one new projectId', () => {
     const stored = await owner.call('GET', `/v4/projects/${projectId}`);
     assert.equal(stored.status, 200, stored.text);
     assert.equal(stored.body.revision, 200);
-    assert.deepEqual([...new Set(updated.map((reply) => reply.body.updated[0].revision))].length, 199, 'each update saw its own revision');
+    assert.deepEqual(
+      [...new Set(updated.map((reply) => reply.body.updated[0].revision))].length,
+      199,
+      'each update saw its own revision',
+    );
     // Still the owner's: another user's POST naming it is 404 and changes nothing.
-    assertError(await intruder.call('POST', '/v4/projects', { body: { projectId, title: 'Hijacked' } }), 404, 'notFound');
+    assertError(
+      await intruder.call('POST', '/v4/projects', { body: { projectId, title: 'Hijacked' } }),
+      404,
+      'notFound',
+    );
     assert.equal((await owner.call('GET', `/v4/projects/${projectId}`)).body.revision, 200);
   });
 
@@ -49,11 +59,15 @@ describe('concurrent writes of one new projectId', () => {
     const replies = await Promise.all(
       Array.from({ length: 40 }, (_, index) => {
         const order = index % 2 === 0 ? ids : [...ids].reverse();
-        return owner.call('POST', '/v4/projects', { body: order.map((projectId) => ({ projectId, title: `T${index}` })) });
+        return owner.call('POST', '/v4/projects', {
+          body: order.map((projectId) => ({ projectId, title: `T${index}` })),
+        });
       }),
     );
     for (const reply of replies) assert.equal(reply.status, 200, reply.text);
-    const createdIds = replies.flatMap((reply) => reply.body.created.map((project: { projectId: string }) => project.projectId));
+    const createdIds = replies.flatMap((reply) =>
+      reply.body.created.map((project: { projectId: string }) => project.projectId),
+    );
     assert.deepEqual(createdIds.sort(), [...ids].sort());
     const updates = replies.reduce((sum, reply) => sum + reply.body.updated.length, 0);
     assert.equal(updates, 40 * 5 - 5);
@@ -61,7 +75,11 @@ describe('concurrent writes of one new projectId', () => {
 
   test('simultaneous PUTs of a new id by its owner: one 201, the others 200', async () => {
     const projectId = randomUUID();
-    const replies = await Promise.all(Array.from({ length: 50 }, (_, index) => owner.call('PUT', `/v4/projects/${projectId}`, { body: { title: `P${index}` } })));
+    const replies = await Promise.all(
+      Array.from({ length: 50 }, (_, index) =>
+        owner.call('PUT', `/v4/projects/${projectId}`, { body: { title: `P${index}` } }),
+      ),
+    );
     const statuses = replies.map((reply) => reply.status).sort();
     assert.equal(statuses.filter((status) => status === 201).length, 1, replies.map((reply) => reply.text).join('\n'));
     assert.equal(statuses.filter((status) => status === 200).length, 49);
@@ -71,7 +89,9 @@ describe('concurrent writes of one new projectId', () => {
   test('the owner and another user racing for one new id: whoever creates it keeps it, the other gets 404', async () => {
     const projectId = randomUUID();
     const replies = await Promise.all(
-      Array.from({ length: 60 }, (_, index) => (index % 2 === 0 ? owner : intruder).call('POST', '/v4/projects', { body: { projectId, title: `R${index}` } })),
+      Array.from({ length: 60 }, (_, index) =>
+        (index % 2 === 0 ? owner : intruder).call('POST', '/v4/projects', { body: { projectId, title: `R${index}` } }),
+      ),
     );
     const winner = replies.find((reply) => reply.status === 200 && reply.body.created.length === 1);
     assert.ok(winner, 'one request created it');

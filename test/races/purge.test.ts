@@ -14,18 +14,37 @@ import { purgeExpired } from '../../src/db/purge.ts';
 import type { Schema } from '../../src/db/schema.ts';
 import { issueAuthorizationCode } from '../../src/oauth/authorization-codes.ts';
 import { createSession, REFRESH_TOKEN_TTL_MS } from '../../src/oauth/sessions.ts';
-import { assertOAuthError, newAccount, newApp, pkcePair, REDIRECT_URI, startLogin, tokenRequest, tokensThroughPages } from '../helpers/oauth.ts';
+import {
+  assertOAuthError,
+  newAccount,
+  newApp,
+  pkcePair,
+  REDIRECT_URI,
+  startLogin,
+  tokenRequest,
+  tokensThroughPages,
+} from '../helpers/oauth.ts';
 import { freshDatabase, startServer, type TestServer } from '../helpers/server.ts';
 
 const DAY = 24 * 60 * 60 * 1000;
-const TABLES = ['authorization_codes', 'interactions', 'device_authorizations', 'web_sessions', 'sessions', 'rotated_refresh_tokens'] as const;
+const TABLES = [
+  'authorization_codes',
+  'interactions',
+  'device_authorizations',
+  'web_sessions',
+  'sessions',
+  'rotated_refresh_tokens',
+] as const;
 
 type Counts = Record<(typeof TABLES)[number], number>;
 
 async function counts(db: Kysely<any>): Promise<Counts> {
   const result = {} as Counts;
   for (const table of TABLES) {
-    const row = await db.selectFrom(table).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+    const row = await db
+      .selectFrom(table)
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .executeTakeFirstOrThrow();
     result[table] = Number(row.n);
   }
   return result;
@@ -57,15 +76,32 @@ describe('an accelerated clock: 40 days of sign-ins, device requests and refresh
     const app = await newApp(server, { scopes: ['common', 'users:read'] });
     const account = await newAccount(server);
     const refresh = async (refreshToken: string) => {
-      const reply = await tokenRequest(server, { grant_type: 'refresh_token', client_id: app.clientId, refresh_token: refreshToken });
+      const reply = await tokenRequest(server, {
+        grant_type: 'refresh_token',
+        client_id: app.clientId,
+        refresh_token: refreshToken,
+      });
       assert.equal(reply.status, 200, reply.text);
       return reply.body.refresh_token as string;
     };
     /** A sign-in's code (as the consent page issues it) exchanged at the token endpoint. */
     const signInWithCode = async () => {
       const { verifier, challenge } = pkcePair();
-      const code = await issueAuthorizationCode(db, { clientId: app.clientId, userId: account.userId, redirectUri: REDIRECT_URI, scope: 'common', codeChallenge: challenge, deviceId: null });
-      const reply = await tokenRequest(server, { grant_type: 'authorization_code', client_id: app.clientId, code, redirect_uri: REDIRECT_URI, code_verifier: verifier });
+      const code = await issueAuthorizationCode(db, {
+        clientId: app.clientId,
+        userId: account.userId,
+        redirectUri: REDIRECT_URI,
+        scope: 'common',
+        codeChallenge: challenge,
+        deviceId: null,
+      });
+      const reply = await tokenRequest(server, {
+        grant_type: 'authorization_code',
+        client_id: app.clientId,
+        code,
+        redirect_uri: REDIRECT_URI,
+        code_verifier: verifier,
+      });
       assert.equal(reply.status, 200, reply.text);
       return reply.body.refresh_token as string;
     };
@@ -86,7 +122,11 @@ describe('an accelerated clock: 40 days of sign-ins, device requests and refresh
         else await startLogin(server, { client_id: app.clientId, code_challenge: pkcePair().challenge });
         let today = await signInWithCode();
         const device = await server.request('POST', '/v4/device', {
-          body: new URLSearchParams({ client_id: app.clientId, code_challenge: pkcePair().challenge, code_challenge_method: 'S256' }).toString(),
+          body: new URLSearchParams({
+            client_id: app.clientId,
+            code_challenge: pkcePair().challenge,
+            code_challenge_method: 'S256',
+          }).toString(),
           headers: { 'content-type': 'application/x-www-form-urlencoded' },
         });
         assert.equal(device.status, 201, device.text);
@@ -123,18 +163,33 @@ describe('an accelerated clock: 40 days of sign-ins, device requests and refresh
 
       // The session refreshed daily still works, and a token rotated away recently is still known:
       // presenting it again is reuse, which revokes the session.
-      const still = await tokenRequest(server, { grant_type: 'refresh_token', client_id: app.clientId, refresh_token: kept });
+      const still = await tokenRequest(server, {
+        grant_type: 'refresh_token',
+        client_id: app.clientId,
+        refresh_token: kept,
+      });
       assert.equal(still.status, 200, still.text);
-      const reuse = await tokenRequest(server, { grant_type: 'refresh_token', client_id: app.clientId, refresh_token: lastRotated });
+      const reuse = await tokenRequest(server, {
+        grant_type: 'refresh_token',
+        client_id: app.clientId,
+        refresh_token: lastRotated,
+      });
       assertOAuthError(reuse, 'invalid_grant');
       assert.match(reuse.body.error_description, /already used/);
-      const revoked = await tokenRequest(server, { grant_type: 'refresh_token', client_id: app.clientId, refresh_token: still.body.refresh_token });
+      const revoked = await tokenRequest(server, {
+        grant_type: 'refresh_token',
+        client_id: app.clientId,
+        refresh_token: still.body.refresh_token,
+      });
       assertOAuthError(revoked, 'invalid_grant');
 
       // Thirty-one days on, nothing of all that is left.
       advance(REFRESH_TOKEN_TTL_MS + DAY);
       await server.app.purger.runOnce();
-      assert.deepEqual(Object.values(await counts(db)), TABLES.map(() => 0));
+      assert.deepEqual(
+        Object.values(await counts(db)),
+        TABLES.map(() => 0),
+      );
     });
   });
 });
@@ -173,9 +228,15 @@ describe('purging', () => {
       assert.equal(afterwards.authorization_codes, before.authorization_codes - 700);
 
       // The live sign-in is untouched: its token works and refreshes.
-      const me = await first.request('GET', '/v4/projects', { headers: { authorization: `Bearer ${live.access_token}` } });
+      const me = await first.request('GET', '/v4/projects', {
+        headers: { authorization: `Bearer ${live.access_token}` },
+      });
       assert.equal(me.status, 200, me.text);
-      const refreshed = await tokenRequest(second, { grant_type: 'refresh_token', client_id: app.clientId, refresh_token: live.refresh_token });
+      const refreshed = await tokenRequest(second, {
+        grant_type: 'refresh_token',
+        client_id: app.clientId,
+        refresh_token: live.refresh_token,
+      });
       assert.equal(refreshed.status, 200, refreshed.text);
     } finally {
       await first.close();
@@ -185,11 +246,19 @@ describe('purging', () => {
   });
 
   /** A server holding `live` unexpired sessions, then `expired` ones (session ids are time-ordered, so in that key order). */
-  async function withSessions(live: number, expired: number, check: (db: Kysely<Schema>) => Promise<void>): Promise<void> {
+  async function withSessions(
+    live: number,
+    expired: number,
+    check: (db: Kysely<Schema>) => Promise<void>,
+  ): Promise<void> {
     const server = await startServer();
     try {
       const db = server.app.database.db;
-      const grant = { userId: (await newAccount(server)).userId, clientId: (await newApp(server)).clientId, scope: 'common' };
+      const grant = {
+        userId: (await newAccount(server)).userId,
+        clientId: (await newApp(server)).clientId,
+        scope: 'common',
+      };
       await db.transaction().execute(async (trx) => {
         for (let i = 0; i < live; i++) await createSession(trx, grant);
         for (let i = 0; i < expired; i++) await createSession(trx, grant, Date.now() - REFRESH_TOKEN_TTL_MS - DAY);
@@ -226,15 +295,21 @@ describe('purging', () => {
       const app = await newApp(server);
       const account = await newAccount(server);
       const longAgo = Date.now() - REFRESH_TOKEN_TTL_MS - DAY;
-      for (let i = 0; i < 30; i++) await createSession(db, { userId: account.userId, clientId: app.clientId, scope: 'common' }, longAgo);
+      for (let i = 0; i < 30; i++)
+        await createSession(db, { userId: account.userId, clientId: app.clientId, scope: 'common' }, longAgo);
       const live = await createSession(db, { userId: account.userId, clientId: app.clientId, scope: 'common' });
       // A pass logs once it has been through every table, after the sessions are gone: wait for both.
       const logged = () => server.logs.some((line) => line.includes('expired rows purged'));
       for (let waited = 0; (await counts(db)).sessions > 1 || !logged(); waited += 20) {
-        assert.ok(waited < 10_000, `the background purge did not run, or a pass that deleted rows did not say so in the log:\n${server.logs.join('\n')}`);
+        assert.ok(
+          waited < 10_000,
+          `the background purge did not run, or a pass that deleted rows did not say so in the log:\n${server.logs.join('\n')}`,
+        );
         await sleep(20);
       }
-      const me = await server.request('GET', '/v4/projects', { headers: { authorization: `Bearer ${live.accessToken}` } });
+      const me = await server.request('GET', '/v4/projects', {
+        headers: { authorization: `Bearer ${live.accessToken}` },
+      });
       assert.equal(me.status, 200, me.text);
       const started = Date.now();
       await server.close();
@@ -257,15 +332,47 @@ describe('security events and device trust', () => {
     const db = server.app.database.db;
     const account = await newAccount(server);
     const now = Date.now();
-    const event = (id: string, ageDays: number) => ({ event_id: id, kind: 'sign_in_failed', user_id: account.userId, client_id: null, ip: '127.0.0.1', details: '{}', created_at: now - ageDays * DAY });
-    await db.insertInto('security_events').values([event('old-event', 91), event('young-event', 89)]).execute();
-    const trust = (hash: string, ageDays: number) => ({ device_hash: hash, user_id: account.userId, created_at: now - ageDays * DAY });
-    await db.insertInto('trusted_devices').values([trust('old-trust', 31), trust('young-trust', 29)]).execute();
+    const event = (id: string, ageDays: number) => ({
+      event_id: id,
+      kind: 'sign_in_failed',
+      user_id: account.userId,
+      client_id: null,
+      ip: '127.0.0.1',
+      details: '{}',
+      created_at: now - ageDays * DAY,
+    });
+    await db
+      .insertInto('security_events')
+      .values([event('old-event', 91), event('young-event', 89)])
+      .execute();
+    const trust = (hash: string, ageDays: number) => ({
+      device_hash: hash,
+      user_id: account.userId,
+      created_at: now - ageDays * DAY,
+    });
+    await db
+      .insertInto('trusted_devices')
+      .values([trust('old-trust', 31), trust('young-trust', 29)])
+      .execute();
 
     const purged = await purgeExpired(db, now);
     assert.equal(purged.security_events, 1);
     assert.equal(purged.trusted_devices, 1);
-    assert.deepEqual((await db.selectFrom('security_events').select('event_id').where('event_id', 'in', ['old-event', 'young-event']).execute()).map((row) => row.event_id), ['young-event']);
-    assert.deepEqual((await db.selectFrom('trusted_devices').select('device_hash').where('user_id', '=', account.userId).execute()).map((row) => row.device_hash), ['young-trust']);
+    assert.deepEqual(
+      (
+        await db
+          .selectFrom('security_events')
+          .select('event_id')
+          .where('event_id', 'in', ['old-event', 'young-event'])
+          .execute()
+      ).map((row) => row.event_id),
+      ['young-event'],
+    );
+    assert.deepEqual(
+      (
+        await db.selectFrom('trusted_devices').select('device_hash').where('user_id', '=', account.userId).execute()
+      ).map((row) => row.device_hash),
+      ['young-trust'],
+    );
   });
 });

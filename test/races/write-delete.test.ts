@@ -4,8 +4,8 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { startServer, type Reply, type TestServer } from '../helpers/server.ts';
-import { signIn, type SignedIn } from '../rest/fixtures/clients.ts';
+import { type Reply, startServer, type TestServer } from '../helpers/server.ts';
+import { type SignedIn, signIn } from '../rest/fixtures/clients.ts';
 
 const RACES = 60;
 /** Races run side by side, so the two requests of one race meet other requests' statements too. */
@@ -20,13 +20,18 @@ before(async () => {
 after(() => server.close());
 
 async function newProjects(count: number): Promise<string[]> {
-  const reply = await owner.call('POST', '/v4/projects', { body: Array.from({ length: count }, (_, index) => ({ title: `Race ${index}` })) });
+  const reply = await owner.call('POST', '/v4/projects', {
+    body: Array.from({ length: count }, (_, index) => ({ title: `Race ${index}` })),
+  });
   assert.equal(reply.status, 200, reply.text);
   return reply.body.created.map((project: { projectId: string }) => project.projectId);
 }
 
 /** Runs `race` once per id, AT_ONCE at a time, the write and the DELETE of each sent together. */
-async function raceAll(ids: string[], write: (id: string, index: number) => Promise<Reply>): Promise<Array<{ id: string; index: number; write: Reply; remove: Reply }>> {
+async function raceAll(
+  ids: string[],
+  write: (id: string, index: number) => Promise<Reply>,
+): Promise<Array<{ id: string; index: number; write: Reply; remove: Reply }>> {
   const results: Array<{ id: string; index: number; write: Reply; remove: Reply }> = [];
   for (let from = 0; from < ids.length; from += AT_ONCE) {
     const batch = ids.slice(from, from + AT_ONCE);
@@ -35,7 +40,10 @@ async function raceAll(ids: string[], write: (id: string, index: number) => Prom
         batch.map(async (id, offset) => {
           const index = from + offset;
           // Alternate which request leaves first.
-          const [first, second] = index % 2 === 0 ? [() => write(id, index), () => owner.call('DELETE', `/v4/projects/${id}`)] : [() => owner.call('DELETE', `/v4/projects/${id}`), () => write(id, index)];
+          const [first, second] =
+            index % 2 === 0
+              ? [() => write(id, index), () => owner.call('DELETE', `/v4/projects/${id}`)]
+              : [() => owner.call('DELETE', `/v4/projects/${id}`), () => write(id, index)];
           const [a, b] = await Promise.all([first(), second()]);
           return index % 2 === 0 ? { id, index, write: a, remove: b } : { id, index, write: b, remove: a };
         }),
@@ -48,7 +56,9 @@ async function raceAll(ids: string[], write: (id: string, index: number) => Prom
 describe('a write racing a DELETE of the same project', () => {
   test(`${RACES} PUTs racing DELETEs: 200 or 201, 204 or 404, never 500; the project exists afterwards exactly when the PUT created it anew`, async () => {
     const ids = await newProjects(RACES);
-    const results = await raceAll(ids, (id, index) => owner.call('PUT', `/v4/projects/${id}`, { body: { title: `Put ${index}` } }));
+    const results = await raceAll(ids, (id, index) =>
+      owner.call('PUT', `/v4/projects/${id}`, { body: { title: `Put ${index}` } }),
+    );
     for (const { id, index, write, remove } of results) {
       assert.ok([200, 201].includes(write.status), `PUT ${id}: ${write.status} ${write.text}`);
       assert.ok([204, 404].includes(remove.status), `DELETE ${id}: ${remove.status} ${remove.text}`);
@@ -71,7 +81,9 @@ describe('a write racing a DELETE of the same project', () => {
 
   test(`${RACES} PATCHes racing DELETEs: 200 or 404, 204, never 500; the project is gone afterwards`, async () => {
     const ids = await newProjects(RACES);
-    const results = await raceAll(ids, (id, index) => owner.call('PATCH', `/v4/projects/${id}`, { body: { title: `Patch ${index}` } }));
+    const results = await raceAll(ids, (id, index) =>
+      owner.call('PATCH', `/v4/projects/${id}`, { body: { title: `Patch ${index}` } }),
+    );
     for (const { id, index, write, remove } of results) {
       assert.ok([200, 404].includes(write.status), `PATCH ${id}: ${write.status} ${write.text}`);
       assert.equal(remove.status, 204, `DELETE ${id}: ${remove.status} ${remove.text}`);
@@ -96,10 +108,16 @@ describe('a write racing a DELETE of the same project', () => {
       assert.equal(remove!.status, 204, remove!.text);
       const { created, updated } = post!.body as { created: unknown[]; updated: unknown[] };
       // Updated all, then all deleted; or all deleted first, then created anew by the POST.
-      assert.ok((created.length === 0 && updated.length === 40) || (created.length === 40 && updated.length === 0), `created ${created.length}, updated ${updated.length}`);
+      assert.ok(
+        (created.length === 0 && updated.length === 40) || (created.length === 40 && updated.length === 0),
+        `created ${created.length}, updated ${updated.length}`,
+      );
       const list = await owner.call('GET', `/v4/projects?pageSize=250&title=${encodeURIComponent(`Posted ${round}`)}`);
       assert.equal(list.status, 200, list.text);
-      assert.equal(list.body.results.filter((project: { projectId: string }) => ids.includes(project.projectId)).length, created.length);
+      assert.equal(
+        list.body.results.filter((project: { projectId: string }) => ids.includes(project.projectId)).length,
+        created.length,
+      );
     }
   });
 });

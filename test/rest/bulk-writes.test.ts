@@ -10,8 +10,8 @@ import { after, before, describe, test } from 'node:test';
 import BetterSqlite3 from 'better-sqlite3';
 import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
-import { BatchWriterUnavailable, type BatchStatement } from '../../src/db/sqlite-thread.ts';
 import type { Database } from '../../src/db/connection.ts';
+import { type BatchStatement, BatchWriterUnavailable } from '../../src/db/sqlite-thread.ts';
 import { bearerAuth } from '../../src/http/bearer-auth.ts';
 import { findAccessToken } from '../../src/oauth/sessions.ts';
 import type { ClassDefinition } from '../../src/rest/definition.ts';
@@ -19,8 +19,8 @@ import { textProperty, uuidProperty } from '../../src/rest/properties.ts';
 import { registerClasses } from '../../src/rest/routes.ts';
 import { INSERT_CHUNK } from '../../src/rest/store.ts';
 import { freshDatabase, startServer, type TestServer } from '../helpers/server.ts';
-import { assertError, signIn, type SignedIn } from './fixtures/clients.ts';
-import { Note, createNotesTable } from './fixtures/note.ts';
+import { assertError, type SignedIn, signIn } from './fixtures/clients.ts';
+import { createNotesTable, Note } from './fixtures/note.ts';
 
 /** A class whose label is unique across the table, so an INSERT can fail on a constraint. */
 const Tag: ClassDefinition = {
@@ -88,7 +88,10 @@ async function tagCount(): Promise<number> {
 
 describe('a bulk POST of more objects than one INSERT holds', () => {
   test('creates every object, answered in the order sent, with the ids given', async () => {
-    const items = Array.from({ length: INSERT_CHUNK * 2 + 3 }, (_, n) => ({ label: `ordered ${n}`, ...(n % 2 === 0 && { tagId: randomUUID() }) }));
+    const items = Array.from({ length: INSERT_CHUNK * 2 + 3 }, (_, n) => ({
+      label: `ordered ${n}`,
+      ...(n % 2 === 0 && { tagId: randomUUID() }),
+    }));
     const reply = await client.call('POST', '/v4/tags', { body: items });
     assert.equal(reply.status, 200, reply.text);
     assert.deepEqual(
@@ -119,8 +122,12 @@ describe('a bulk POST of more objects than one INSERT holds', () => {
 
   // A multi-row INSERT keeps a statement journal to undo itself alone (the 409 above relies on it);
   // past 64 KiB SQLite spilled it to a temporary file, a write call per page of every chunk.
-  test('on SQLite the writer keeps statement journals in memory', { skip: process.env.DATABASE_URL?.startsWith('postgres') && 'SQLite only' }, async () => {
-    const { rows } = await server.app.database.db.transaction().execute((trx) => sql<{ temp_store: number }>`pragma temp_store`.execute(trx));
+  test('on SQLite the writer keeps statement journals in memory', {
+    skip: process.env.DATABASE_URL?.startsWith('postgres') && 'SQLite only',
+  }, async () => {
+    const { rows } = await server.app.database.db
+      .transaction()
+      .execute((trx) => sql<{ temp_store: number }>`pragma temp_store`.execute(trx));
     assert.equal(rows[0]?.temp_store, 2, 'temp_store = MEMORY');
   });
 
@@ -128,7 +135,9 @@ describe('a bulk POST of more objects than one INSERT holds', () => {
   // checks that the POST yields between INSERTs. On PostgreSQL every statement is an asynchronous
   // round trip anyway, and the POST can finish before any GET does (it did once in CI), so there it
   // would test timing, not the yield.
-  test('reads of other requests are answered while it is being written', { skip: process.env.DATABASE_URL?.startsWith('postgres') && 'SQLite only: see above' }, async () => {
+  test('reads of other requests are answered while it is being written', {
+    skip: process.env.DATABASE_URL?.startsWith('postgres') && 'SQLite only: see above',
+  }, async () => {
     const [note] = (await client.call('POST', '/v4/notes', { body: { text: 'read me' } })).body.created;
     const spy = withWriteBatch(() => async () => {
       throw new BatchWriterUnavailable('test: the request thread writes');
@@ -155,7 +164,10 @@ describe('a bulk POST of more objects than one INSERT holds', () => {
 });
 
 /** Replaces the server's Database.writeBatch for one test, counting its calls. */
-function withWriteBatch(replace: (original: NonNullable<Database['writeBatch']>) => Database['writeBatch']): { calls: number; restore: () => void } {
+function withWriteBatch(replace: (original: NonNullable<Database['writeBatch']>) => Database['writeBatch']): {
+  calls: number;
+  restore: () => void;
+} {
   const database = server.app.database;
   const original = database.writeBatch!;
   const replacement = replace(original.bind(database))!;
@@ -172,11 +184,16 @@ function withWriteBatch(replace: (original: NonNullable<Database['writeBatch']>)
   return spy;
 }
 
-describe('on SQLite, a bulk POST of new objects through the batch writer thread', { skip: !onSqlite && 'SQLite only: PostgreSQL has no batch writer' }, () => {
+describe('on SQLite, a bulk POST of new objects through the batch writer thread', {
+  skip: !onSqlite && 'SQLite only: PostgreSQL has no batch writer',
+}, () => {
   test('writes them there, in one batch, and answers them as sent', async () => {
     const spy = withWriteBatch((original) => original);
     try {
-      const items = Array.from({ length: INSERT_CHUNK * 2 + 1 }, (_, n) => ({ label: `threaded ${n}`, ...(n === 7 && { tagId: randomUUID() }) }));
+      const items = Array.from({ length: INSERT_CHUNK * 2 + 1 }, (_, n) => ({
+        label: `threaded ${n}`,
+        ...(n === 7 && { tagId: randomUUID() }),
+      }));
       const reply = await client.call('POST', '/v4/tags', { body: items });
       assert.equal(reply.status, 200, reply.text);
       assert.equal(spy.calls, 1);
@@ -217,7 +234,9 @@ describe('on SQLite, a bulk POST of new objects through the batch writer thread'
       assert.equal(reply.status, 200, reply.text);
       assert.equal(spy.calls, 1);
       assert.equal(reply.body.created.length, INSERT_CHUNK * 2);
-      assert.deepEqual(reply.body.updated, [{ tagId: existing.tagId, ownerId: client.account.userId, label: 'exists, updated' }]);
+      assert.deepEqual(reply.body.updated, [
+        { tagId: existing.tagId, ownerId: client.account.userId, label: 'exists, updated' },
+      ]);
       assert.equal(await tagCount(), before + INSERT_CHUNK * 2);
     } finally {
       spy.restore();
@@ -234,7 +253,11 @@ describe('on SQLite, a bulk POST of new objects through the batch writer thread'
       progress.postsInHandler = 0;
       progress.getsAnsweredDuringPost = 0;
       let posted = false;
-      const bulk = client.call('POST', '/v4/notes', { body: Array.from({ length: INSERT_CHUNK * 2 }, (_, n) => ({ text: `waiting ${n}` })) }).finally(() => (posted = true));
+      const bulk = client
+        .call('POST', '/v4/notes', {
+          body: Array.from({ length: INSERT_CHUNK * 2 }, (_, n) => ({ text: `waiting ${n}` })),
+        })
+        .finally(() => (posted = true));
       while (progress.postsInHandler === 0) await new Promise((resolve) => setTimeout(resolve, 1));
       for (let n = 0; n < 5; n++) {
         const reply = await client.call('GET', `/v4/notes/${note.noteId}`);
@@ -254,7 +277,9 @@ describe('on SQLite, a bulk POST of new objects through the batch writer thread'
 
   test('an update that leaves out a required property (which only a create needs) is answered as updated', async () => {
     const [existing] = (await client.call('POST', '/v4/tags', { body: { label: 'kept label' } })).body.created;
-    const items: object[] = Array.from({ length: INSERT_CHUNK + 1 }, (_, n) => ({ label: `beside a partial update ${n}` }));
+    const items: object[] = Array.from({ length: INSERT_CHUNK + 1 }, (_, n) => ({
+      label: `beside a partial update ${n}`,
+    }));
     items.push({ tagId: existing.tagId });
     const reply = await client.call('POST', '/v4/tags', { body: items });
     assert.equal(reply.status, 200, reply.text);
@@ -281,15 +306,20 @@ describe('on SQLite, a bulk POST of new objects through the batch writer thread'
 
   test('an id another request creates just before the batch runs: the batch writes nothing, and that one is answered as updated', async () => {
     const racedId = randomUUID();
-    const spy = withWriteBatch((original) => async (statements: readonly BatchStatement[], unless?: readonly BatchStatement[]) => {
-      // Another request creates one of the ids first.
-      const raced = await client.call('POST', '/v4/tags', { body: { tagId: racedId, label: 'created meanwhile' } });
-      assert.equal(raced.status, 200, raced.text);
-      return original(statements, unless);
-    });
+    const spy = withWriteBatch(
+      (original) => async (statements: readonly BatchStatement[], unless?: readonly BatchStatement[]) => {
+        // Another request creates one of the ids first.
+        const raced = await client.call('POST', '/v4/tags', { body: { tagId: racedId, label: 'created meanwhile' } });
+        assert.equal(raced.status, 200, raced.text);
+        return original(statements, unless);
+      },
+    );
     try {
       const before = await tagCount();
-      const items = Array.from({ length: INSERT_CHUNK + 1 }, (_, n) => ({ label: `raced ${n}`, ...(n === 5 && { tagId: racedId }) }));
+      const items = Array.from({ length: INSERT_CHUNK + 1 }, (_, n) => ({
+        label: `raced ${n}`,
+        ...(n === 5 && { tagId: racedId }),
+      }));
       const reply = await client.call('POST', '/v4/tags', { body: items });
       assert.equal(reply.status, 200, reply.text);
       assert.equal(spy.calls, 1);
@@ -309,7 +339,9 @@ test('closing the server while a bulk POST is being written answers it first, wi
   try {
     const caller = await signIn(closing, 'common users:update');
     progress.postsInHandler = 0;
-    const posted = caller.call('POST', '/v4/notes', { body: Array.from({ length: 1000 }, (_, n) => ({ text: `closing ${n}` })) });
+    const posted = caller.call('POST', '/v4/notes', {
+      body: Array.from({ length: 1000 }, (_, n) => ({ text: `closing ${n}` })),
+    });
     while (progress.postsInHandler === 0) await new Promise((resolve) => setTimeout(resolve, 1));
     const closed = closing.close();
     const reply = await posted;
@@ -317,7 +349,9 @@ test('closing the server while a bulk POST is being written answers it first, wi
     assert.equal(reply.status, 200, reply.text);
     assert.equal(reply.body.created.length, 1000);
     reopened = await startServer({ database });
-    const { rows } = await sql<{ n: number }>`select count(*) as n from test_notes where body like 'closing %'`.execute(reopened.app.database.db);
+    const { rows } = await sql<{ n: number }>`select count(*) as n from test_notes where body like 'closing %'`.execute(
+      reopened.app.database.db,
+    );
     assert.equal(Number(rows[0]!.n), 1000);
   } finally {
     await reopened?.close();

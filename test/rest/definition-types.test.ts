@@ -9,7 +9,12 @@ import { textProperty, uuidProperty } from '../../src/rest/properties.ts';
 
 const base = { name: 'Check', path: '/checks', sortable: [], defaultSort: 'createdAt' };
 
-const valid = defineClass({ ...base, table: 'projects', id: { property: 'projectId', column: 'project_id' }, properties: { title: textProperty('title') } });
+const valid = defineClass({
+  ...base,
+  table: 'projects',
+  id: { property: 'projectId', column: 'project_id' },
+  properties: { title: textProperty('title') },
+});
 
 // @ts-expect-error a table that does not exist
 defineClass({ ...base, table: 'projectz', id: { property: 'projectId', column: 'project_id' }, properties: {} });
@@ -25,8 +30,14 @@ defineClass({
   properties: { owner: uuidProperty('client_id') },
 });
 
-// @ts-expect-error a timestamp column the table does not have
-defineClass({ ...base, table: 'projects', id: { property: 'projectId', column: 'project_id' }, properties: {}, timestamps: { created: 'created' } });
+defineClass({
+  ...base,
+  table: 'projects',
+  id: { property: 'projectId', column: 'project_id' },
+  properties: {},
+  // @ts-expect-error a timestamp column the table does not have
+  timestamps: { created: 'created' },
+});
 
 defineClass({
   ...base,

@@ -6,8 +6,8 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { startServer, type TestServer } from '../helpers/server.ts';
-import { ISO_UTC, UUID, assertError, signIn, type SignedIn } from './fixtures/clients.ts';
-import { Note, createNotesTable, serveClasses } from './fixtures/note.ts';
+import { assertError, ISO_UTC, type SignedIn, signIn, UUID } from './fixtures/clients.ts';
+import { createNotesTable, Note, serveClasses } from './fixtures/note.ts';
 
 let server: TestServer;
 let writer: SignedIn;
@@ -22,7 +22,10 @@ before(async () => {
     },
   });
   writer = await signIn(server, 'common users:update');
-  [reader, stranger] = await Promise.all([signIn(server, 'common', writer.account), signIn(server, 'common users:update')]);
+  [reader, stranger] = await Promise.all([
+    signIn(server, 'common', writer.account),
+    signIn(server, 'common users:update'),
+  ]);
 });
 after(() => server.close());
 
@@ -89,8 +92,18 @@ describe('a class declared outside src/', () => {
 
   test('the declared write shape is enforced: unknown property, out-of-range integer, missing required property are 400', async () => {
     const before = await list(writer);
-    assertError(await writer.call('POST', '/v4/notes', { body: { text: 'x', body: 'column name' } }), 400, 'badRequest', /body/);
-    assertError(await writer.call('POST', '/v4/notes', { body: { text: 'x', priority: 10 } }), 400, 'badRequest', /priority/);
+    assertError(
+      await writer.call('POST', '/v4/notes', { body: { text: 'x', body: 'column name' } }),
+      400,
+      'badRequest',
+      /body/,
+    );
+    assertError(
+      await writer.call('POST', '/v4/notes', { body: { text: 'x', priority: 10 } }),
+      400,
+      'badRequest',
+      /priority/,
+    );
     assertError(await writer.call('POST', '/v4/notes', { body: { colour: 'blue' } }), 400, 'badRequest', /text/);
     assertError(await writer.call('POST', '/v4/notes', { body: [{ text: 'ok' }, { text: '' }] }), 400, 'badRequest');
     assert.deepEqual(await list(writer), before);
@@ -106,8 +119,17 @@ describe('a class declared outside src/', () => {
       { text: 'nothing', colour: 'blue', priority: 9 },
     ]);
     const page = await list(lister, 'sortedColumn=priority&sortDirection=descending&pageSize=2&page=2');
-    assert.deepEqual({ ...page, results: texts(page) }, { totalResults: 5, pageSize: 2, pages: 3, page: 2, results: ['milkshake', 'Buy MILK'] });
-    assert.deepEqual(texts(await list(lister, 'sortedColumn=priority')), ['50% off', 'Buy MILK', 'milkshake', 'call mum', 'nothing']);
+    assert.deepEqual(
+      { ...page, results: texts(page) },
+      { totalResults: 5, pageSize: 2, pages: 3, page: 2, results: ['milkshake', 'Buy MILK'] },
+    );
+    assert.deepEqual(texts(await list(lister, 'sortedColumn=priority')), [
+      '50% off',
+      'Buy MILK',
+      'milkshake',
+      'call mum',
+      'nothing',
+    ]);
     assert.deepEqual(texts(await list(lister, 'text=milk&sortedColumn=priority')), ['Buy MILK', 'milkshake']);
     assert.deepEqual(texts(await list(lister, 'text=%25')), ['50% off']);
     assert.deepEqual(texts(await list(lister, 'colour=pink&sortedColumn=priority')), ['50% off', 'milkshake']);
@@ -124,7 +146,11 @@ describe('a class declared outside src/', () => {
     assert.equal(one.status, 204, one.text);
     assertError(await writer.call('GET', `/v4/notes/${created[0].noteId}`), 404, 'notFound');
     const rest = [{ noteId: created[1].noteId }, { noteId: created[2].noteId }];
-    assertError(await writer.call('DELETE', '/v4/notes', { body: [...rest, { noteId: created[0].noteId }] }), 404, 'notFound');
+    assertError(
+      await writer.call('DELETE', '/v4/notes', { body: [...rest, { noteId: created[0].noteId }] }),
+      404,
+      'notFound',
+    );
     assert.equal((await writer.call('GET', `/v4/notes/${created[1].noteId}`)).status, 200);
     const bulk = await writer.call('DELETE', '/v4/notes', { body: rest });
     assert.equal(bulk.status, 204, bulk.text);
@@ -138,7 +164,11 @@ describe('a class declared outside src/', () => {
     assertError(await stranger.call('PATCH', path, { body: { text: 'x' } }), 404, 'notFound');
     assertError(await stranger.call('PUT', path, { body: { text: 'x' } }), 404, 'notFound');
     assertError(await stranger.call('DELETE', path), 404, 'notFound');
-    assertError(await stranger.call('POST', '/v4/notes', { body: { noteId: note.noteId, text: 'x' } }), 404, 'notFound');
+    assertError(
+      await stranger.call('POST', '/v4/notes', { body: { noteId: note.noteId, text: 'x' } }),
+      404,
+      'notFound',
+    );
     assert.ok(!(await list(stranger)).results.some((n: any) => n.noteId === note.noteId));
     assert.deepEqual((await writer.call('GET', path)).body, note);
   });

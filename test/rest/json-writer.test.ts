@@ -11,7 +11,12 @@ import { rowMapper } from '../../src/rest/row-mapper.ts';
 import { instanceSchema } from '../../src/rest/schemas.ts';
 
 const owner = '0a000000-0000-4000-8000-000000000001';
-const callerWith = (scopes: string[], userId = owner): Caller => ({ userId, clientId: 'c', sessionId: 's', scopes: new Set(scopes) });
+const callerWith = (scopes: string[], userId = owner): Caller => ({
+  userId,
+  clientId: 'c',
+  sessionId: 's',
+  scopes: new Set(scopes),
+});
 
 // Every kind of property the writer treats apart: strings, unions, integers, conversions (one
 // reading the row), and the conditional ones.
@@ -35,7 +40,26 @@ const Thing: ClassDefinition = {
   defaultSort: 'createdAt',
 };
 
-const awkward = ['', 'plain', 'a "quoted" \\ back\\slash', 'line\nbreak\ttab\u0001', 'lone \ud800 surrogate', 'pair 😀 é ü 中文', 'x'.repeat(5000), `${'"'.repeat(50)}`, '\u2028\u2029', '</script>', '-----BEGIN PUBLIC KEY-----\nMIIBIjAN\n+/=\n-----END PUBLIC KEY-----\n', '\n', '\n\n', 'lf\nand cr\r\n', 'lf\nand "quote"', 'lf\nand \\', 'lf\nand \ud800', 'lf\nand \u001f'];
+const awkward = [
+  '',
+  'plain',
+  'a "quoted" \\ back\\slash',
+  'line\nbreak\ttab\u0001',
+  'lone \ud800 surrogate',
+  'pair 😀 é ü 中文',
+  'x'.repeat(5000),
+  `${'"'.repeat(50)}`,
+  '\u2028\u2029',
+  '</script>',
+  '-----BEGIN PUBLIC KEY-----\nMIIBIjAN\n+/=\n-----END PUBLIC KEY-----\n',
+  '\n',
+  '\n\n',
+  'lf\nand cr\r\n',
+  'lf\nand "quote"',
+  'lf\nand \\',
+  'lf\nand \ud800',
+  'lf\nand \u001f',
+];
 
 test('an instance written from its column values is the text the response schema serialises the mapped object to', () => {
   for (const definition of [Thing, Project, User]) {
@@ -43,16 +67,22 @@ test('an instance written from its column values is the text the response schema
     const map = rowMapper(definition);
     const write = instanceWriter(definition);
     const width = 1 + Object.keys(definition.properties).length;
-    for (const caller of [callerWith([]), callerWith(['things.secret:read']), callerWith(['things.secret:read'], 'someone else')]) {
+    for (const caller of [
+      callerWith([]),
+      callerWith(['things.secret:read']),
+      callerWith(['things.secret:read'], 'someone else'),
+    ]) {
       for (const [index, text] of awkward.entries()) {
         // Each column gets a value of its kind, some of them null or of another type than declared.
         const values: unknown[] = Array.from({ length: width }, (_, column) => {
           const name = column === 0 ? definition.id.property : Object.keys(definition.properties)[column - 1]!;
           if (name === 'count' || name === 'revision') return [3, 0, -7, 2.9, null, 12345678901][index % 6];
-          if (name === 'createdAt' || name === 'updatedAt') return index === 5 ? null : 1_732_550_000_123 + index * 86_399_999;
+          if (name === 'createdAt' || name === 'updatedAt')
+            return index === 5 ? null : 1_732_550_000_123 + index * 86_399_999;
           if (name === 'tags') return `${text} b`;
           if (name === 'ownerId' || name === 'userId') return index % 2 === 0 ? owner : text;
-          if (['note', 'secret', 'username', 'publicKey', 'privateKey'].includes(name)) return index % 3 === 0 ? null : text;
+          if (['note', 'secret', 'username', 'publicKey', 'privateKey'].includes(name))
+            return index % 3 === 0 ? null : text;
           if (name === 'name' && index === 4) return null;
           return text;
         });

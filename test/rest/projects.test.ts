@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startServer, type TestServer } from '../helpers/server.ts';
-import { ISO_UTC, UUID, assertError, signIn, type SignedIn } from './fixtures/clients.ts';
+import { assertError, ISO_UTC, type SignedIn, signIn, UUID } from './fixtures/clients.ts';
 
 let server: TestServer;
 before(async () => {
@@ -78,7 +78,10 @@ describe('POST /v4/projects creates or updates', () => {
 
   test('ids the server makes are UUIDv7: time-ordered, in the order of the array, stamped with the time of creation', async () => {
     const before = Date.now();
-    const created = await createMany(owner, Array.from({ length: 60 }, (_, index) => ({ title: `Ordered ${index}` })));
+    const created = await createMany(
+      owner,
+      Array.from({ length: 60 }, (_, index) => ({ title: `Ordered ${index}` })),
+    );
     const after = Date.now();
     for (const project of created) {
       assert.equal(project.projectId[14], '7', project.projectId);
@@ -92,7 +95,12 @@ describe('POST /v4/projects creates or updates', () => {
 
   test('a client-supplied id of a new project is honoured, lowercased', async () => {
     const id = randomUUID();
-    const { created } = await post(owner, { projectId: id.toUpperCase(), title: 'Given id', description: 'd', gameId: 'ArkSA' });
+    const { created } = await post(owner, {
+      projectId: id.toUpperCase(),
+      title: 'Given id',
+      description: 'd',
+      gameId: 'ArkSA',
+    });
     assert.equal(created[0].projectId, id);
     assert.equal(created[0].description, 'd');
     assert.equal(created[0].gameId, 'ArkSA');
@@ -112,7 +120,10 @@ describe('POST /v4/projects creates or updates', () => {
     assert.equal(changed.gameId, 'ArkSA');
     assert.equal(changed.revision, 2);
     assert.equal(changed.createdAt, original.createdAt);
-    assert.ok(Date.parse(changed.updatedAt) > Date.parse(original.updatedAt), `${changed.updatedAt} after ${original.updatedAt}`);
+    assert.ok(
+      Date.parse(changed.updatedAt) > Date.parse(original.updatedAt),
+      `${changed.updatedAt} after ${original.updatedAt}`,
+    );
     await sleep(5);
     const again = await post(owner, { projectId: original.projectId, description: 'changed' });
     assert.equal(again.updated[0].revision, 3);
@@ -124,8 +135,15 @@ describe('POST /v4/projects creates or updates', () => {
   test('an array creates and updates in one request, each object in created or updated', async () => {
     const [existing] = await createMany(owner, [{ title: 'Existing' }]);
     const newId = randomUUID();
-    const { created, updated } = await post(owner, [{ title: 'Brand new' }, { projectId: existing.projectId, gameId: 'Other' }, { projectId: newId, title: 'New with id' }]);
-    assert.deepEqual(created.map((p) => p.title), ['Brand new', 'New with id']);
+    const { created, updated } = await post(owner, [
+      { title: 'Brand new' },
+      { projectId: existing.projectId, gameId: 'Other' },
+      { projectId: newId, title: 'New with id' },
+    ]);
+    assert.deepEqual(
+      created.map((p) => p.title),
+      ['Brand new', 'New with id'],
+    );
     assert.equal(created[1].projectId, newId);
     for (const project of created) assert.equal(project.revision, 1);
     assert.equal(updated.length, 1);
@@ -137,7 +155,13 @@ describe('POST /v4/projects creates or updates', () => {
 
   test('read-only properties in a write are accepted and ignored', async () => {
     const [project] = await createMany(owner, [{ title: 'Read-only test' }]);
-    const { updated } = await post(owner, { ...project, title: 'Changed', revision: 99, createdAt: '2000-01-01T00:00:00.000Z', userId: randomUUID() });
+    const { updated } = await post(owner, {
+      ...project,
+      title: 'Changed',
+      revision: 99,
+      createdAt: '2000-01-01T00:00:00.000Z',
+      userId: randomUUID(),
+    });
     assert.equal(updated[0].title, 'Changed');
     assert.equal(updated[0].revision, 2);
     assert.equal(updated[0].createdAt, project.createdAt);
@@ -171,7 +195,10 @@ describe('POST /v4/projects creates or updates', () => {
     ];
     const count = (await list(owner)).totalResults;
     for (const body of bodies) {
-      const reply = await owner.call('POST', '/v4/projects', { body: typeof body === 'string' ? JSON.stringify(body) : body, headers: { 'content-type': 'application/json' } });
+      const reply = await owner.call('POST', '/v4/projects', {
+        body: typeof body === 'string' ? JSON.stringify(body) : body,
+        headers: { 'content-type': 'application/json' },
+      });
       assertError(reply, 400, 'badRequest');
     }
     assert.equal((await list(owner)).totalResults, count);
@@ -196,7 +223,11 @@ describe('POST /v4/projects creates or updates', () => {
     const [existing] = await createMany(owner, [{ title: 'Bulk target 2' }]);
     const before = await list(owner);
     const reply = await owner.call('POST', '/v4/projects', {
-      body: [{ title: 'Would be new' }, { projectId: existing.projectId, title: 'Would change' }, { description: 'no title' }],
+      body: [
+        { title: 'Would be new' },
+        { projectId: existing.projectId, title: 'Would change' },
+        { description: 'no title' },
+      ],
     });
     assertError(reply, 400, 'badRequest', /title/);
     assert.deepEqual(await list(owner), before);
@@ -206,13 +237,20 @@ describe('POST /v4/projects creates or updates', () => {
   test('a bulk POST naming one id twice is 400 and changes nothing', async () => {
     const before = await list(owner);
     const id = randomUUID();
-    const reply = await owner.call('POST', '/v4/projects', { body: [{ projectId: id, title: 'a' }, { projectId: id.toUpperCase(), title: 'b' }] });
+    const reply = await owner.call('POST', '/v4/projects', {
+      body: [
+        { projectId: id, title: 'a' },
+        { projectId: id.toUpperCase(), title: 'b' },
+      ],
+    });
     assertError(reply, 400, 'badRequest');
     assert.deepEqual(await list(owner), before);
   });
 
   test('a bulk POST of more than 1,000 objects is 400', async () => {
-    const reply = await owner.call('POST', '/v4/projects', { body: Array.from({ length: 1001 }, (_, i) => ({ title: `t${i}` })) });
+    const reply = await owner.call('POST', '/v4/projects', {
+      body: Array.from({ length: 1001 }, (_, i) => ({ title: `t${i}` })),
+    });
     assertError(reply, 400, 'badRequest');
   });
 });
@@ -221,7 +259,14 @@ describe('a bulk POST answers each project as a later GET shows it', () => {
   test('plain and awkward text (quotes, control characters, non-ASCII, a lone surrogate) alike', async () => {
     const owner = await signIn(server);
     const titles = ['plain', 'say "hi" \\ bye', 'tab\there\u0001', 'Größe 中文 😀', 'lone \ud800 half', '</script>'];
-    const { created } = await post(owner, titles.map((title, index) => ({ title, description: `d${index}`, ...(index % 2 === 0 ? { projectId: randomUUID().toUpperCase() } : {}) })));
+    const { created } = await post(
+      owner,
+      titles.map((title, index) => ({
+        title,
+        description: `d${index}`,
+        ...(index % 2 === 0 ? { projectId: randomUUID().toUpperCase() } : {}),
+      })),
+    );
     assert.equal(created.length, titles.length);
     for (const project of created) {
       const reply = await owner.call('GET', `/v4/projects/${project.projectId}`);
@@ -344,8 +389,19 @@ describe('bulk DELETE /v4/projects', () => {
   });
 
   test('deletes every listed project (other properties ignored) and answers 204', async () => {
-    const [keep, ...gone] = await createMany(owner, [{ title: 'keep' }, { title: 'gone 1' }, { title: 'gone 2' }, { title: 'gone 3' }]);
-    const reply = await owner.call('DELETE', '/v4/projects', { body: [gone[0], { projectId: gone[1].projectId.toUpperCase() }, { projectId: gone[2].projectId, title: 'ignored' }] });
+    const [keep, ...gone] = await createMany(owner, [
+      { title: 'keep' },
+      { title: 'gone 1' },
+      { title: 'gone 2' },
+      { title: 'gone 3' },
+    ]);
+    const reply = await owner.call('DELETE', '/v4/projects', {
+      body: [
+        gone[0],
+        { projectId: gone[1].projectId.toUpperCase() },
+        { projectId: gone[2].projectId, title: 'ignored' },
+      ],
+    });
     assert.equal(reply.status, 204, reply.text);
     assert.equal(reply.text, '');
     const left = ids((await list(owner)).results);
@@ -357,7 +413,9 @@ describe('bulk DELETE /v4/projects', () => {
     const mine = await createMany(owner, [{ title: 'stay 1' }, { title: 'stay 2' }]);
     const before = await list(owner);
     const missing = randomUUID();
-    const reply = await owner.call('DELETE', '/v4/projects', { body: [{ projectId: mine[0].projectId }, { projectId: missing }, { projectId: mine[1].projectId }] });
+    const reply = await owner.call('DELETE', '/v4/projects', {
+      body: [{ projectId: mine[0].projectId }, { projectId: missing }, { projectId: mine[1].projectId }],
+    });
     assertError(reply, 404, 'notFound');
     assert.deepEqual(await list(owner), before);
   });
@@ -366,7 +424,9 @@ describe('bulk DELETE /v4/projects', () => {
     const [mine] = await createMany(owner, [{ title: 'mine' }]);
     const [theirs] = await createMany(other, [{ title: 'theirs' }]);
     const before = await list(owner);
-    const reply = await owner.call('DELETE', '/v4/projects', { body: [{ projectId: mine.projectId }, { projectId: theirs.projectId }] });
+    const reply = await owner.call('DELETE', '/v4/projects', {
+      body: [{ projectId: mine.projectId }, { projectId: theirs.projectId }],
+    });
     assertError(reply, 404, 'notFound');
     assert.deepEqual(await list(owner), before);
     assert.deepEqual(await getProject(other, theirs.projectId), theirs);
@@ -377,7 +437,11 @@ describe('bulk DELETE /v4/projects', () => {
     assertError(await owner.call('DELETE', '/v4/projects', { body: [] }), 400, 'badRequest');
     assertError(await owner.call('DELETE', '/v4/projects', { body: [{ title: 'x' }] }), 400, 'badRequest');
     assertError(await owner.call('DELETE', '/v4/projects', { body: [{ projectId: 'nope' }] }), 400, 'badRequest');
-    assertError(await owner.call('DELETE', '/v4/projects', { body: { projectId: before.results[0].projectId } }), 400, 'badRequest');
+    assertError(
+      await owner.call('DELETE', '/v4/projects', { body: { projectId: before.results[0].projectId } }),
+      400,
+      'badRequest',
+    );
     assert.deepEqual(await list(owner), before);
   });
 });
@@ -387,12 +451,18 @@ describe('listing: paging', () => {
   let all: any[];
   before(async () => {
     owner = await signIn(server);
-    all = await createMany(owner, Array.from({ length: 23 }, (_, i) => ({ title: `paged${String(i).padStart(2, '0')}` })));
+    all = await createMany(
+      owner,
+      Array.from({ length: 23 }, (_, i) => ({ title: `paged${String(i).padStart(2, '0')}` })),
+    );
   });
 
   test('without parameters: every project on page 1 of 1, pageSize 250', async () => {
     const page = await list(owner);
-    assert.deepEqual({ ...page, results: undefined }, { totalResults: 23, pageSize: 250, pages: 1, page: 1, results: undefined });
+    assert.deepEqual(
+      { ...page, results: undefined },
+      { totalResults: 23, pageSize: 250, pages: 1, page: 1, results: undefined },
+    );
     assert.deepEqual(ids(page.results).sort(), ids(all).sort());
     for (const project of page.results) assertProject(project, owner);
   });
@@ -432,7 +502,13 @@ describe('listing: paging', () => {
   });
 
   test('pages is totalResults / pageSize rounded up', async () => {
-    for (const [pageSize, pages] of [[1, 23], [22, 2], [23, 1], [24, 1], [250, 1]] as const) {
+    for (const [pageSize, pages] of [
+      [1, 23],
+      [22, 2],
+      [23, 1],
+      [24, 1],
+      [250, 1],
+    ] as const) {
       const page = await list(owner, `pageSize=${pageSize}`);
       assert.equal(page.pages, pages, `pageSize ${pageSize}`);
       assert.equal(page.results.length, Math.min(pageSize, 23));
@@ -446,7 +522,10 @@ describe('listing: paging', () => {
 
   test('many projects with the same title sorted by title: no project repeated or lost across pages, either direction', async () => {
     const ties = await signIn(server);
-    const created = await createMany(ties, Array.from({ length: 23 }, () => ({ title: 'same' })));
+    const created = await createMany(
+      ties,
+      Array.from({ length: 23 }, () => ({ title: 'same' })),
+    );
     for (const direction of ['ascending', 'descending']) {
       const seen: string[] = [];
       for (let number = 1; number <= 6; number++) {
@@ -475,7 +554,9 @@ describe('listing: sorting', () => {
     const current = (await list(owner)).results;
     for (const title of ['charlie', 'delta', 'alpha']) {
       const project = current.find((p: any) => p.title === title);
-      const reply = await owner.call('PATCH', `/v4/projects/${project.projectId}`, { body: { description: `touched ${title}` } });
+      const reply = await owner.call('PATCH', `/v4/projects/${project.projectId}`, {
+        body: { description: `touched ${title}` },
+      });
       assert.equal(reply.status, 200, reply.text);
       await sleep(3);
     }
@@ -484,7 +565,9 @@ describe('listing: sorting', () => {
 
   /** The order the API must give: by the column, ties broken by id, all in the given direction. */
   function expected(column: string, direction: 'ascending' | 'descending') {
-    const sorted = [...projects].sort((a, b) => (a[column] < b[column] ? -1 : a[column] > b[column] ? 1 : a.projectId < b.projectId ? -1 : 1));
+    const sorted = [...projects].sort((a, b) =>
+      a[column] < b[column] ? -1 : a[column] > b[column] ? 1 : a.projectId < b.projectId ? -1 : 1,
+    );
     return ids(direction === 'ascending' ? sorted : sorted.reverse());
   }
 
@@ -555,7 +638,13 @@ describe('listing: filters', () => {
   });
 
   test('gameId matches exactly (not a substring, case-sensitive)', async () => {
-    assert.deepEqual(titles(await list(owner, 'gameId=Ark')), ['100% done', 'Alpha Base', 'back\\slash', 'plain', 'snake_case']);
+    assert.deepEqual(titles(await list(owner, 'gameId=Ark')), [
+      '100% done',
+      'Alpha Base',
+      'back\\slash',
+      'plain',
+      'snake_case',
+    ]);
     assert.deepEqual(titles(await list(owner, 'gameId=ArkSA')), ['Beta', 'my ALPHABET']);
     assert.deepEqual(titles(await list(owner, 'gameId=Ar')), []);
     assert.deepEqual(titles(await list(owner, 'gameId=ark')), []);
@@ -566,12 +655,21 @@ describe('listing: filters', () => {
     assert.deepEqual(titles(page), ['my ALPHABET']);
     assert.equal(page.totalResults, 1);
     const paged = await list(owner, 'gameId=Ark&pageSize=2&page=3');
-    assert.deepEqual({ ...paged, results: paged.results.length }, { totalResults: 5, pageSize: 2, pages: 3, page: 3, results: 1 });
+    assert.deepEqual(
+      { ...paged, results: paged.results.length },
+      { totalResults: 5, pageSize: 2, pages: 3, page: 3, results: 1 },
+    );
   });
 
   test("filters never reach another user's projects", async () => {
     const other = await signIn(server);
-    assert.deepEqual(await list(other, 'title=alpha'), { totalResults: 0, pageSize: 250, pages: 0, page: 1, results: [] });
+    assert.deepEqual(await list(other, 'title=alpha'), {
+      totalResults: 0,
+      pageSize: 250,
+      pages: 0,
+      page: 1,
+      results: [],
+    });
   });
 });
 
@@ -592,7 +690,11 @@ describe('listing: invalid parameters are 400', () => {
     ['page 0', 'page=0', /page/],
     ['a page that is not a number', 'page=first', /page/],
     ['a page whose offset no database can take', 'page=1e20', /page/],
-    ['a page just above the highest whose offset is an exact integer', `page=${Math.floor(Number.MAX_SAFE_INTEGER / 250) + 1}`, /page/],
+    [
+      'a page just above the highest whose offset is an exact integer',
+      `page=${Math.floor(Number.MAX_SAFE_INTEGER / 250) + 1}`,
+      /page/,
+    ],
     ['an unknown parameter', 'colour=red', /colour/],
     ['a filter on a property that is not filterable', 'description=x', /description/],
   ];
@@ -630,14 +732,27 @@ describe("another user's project", () => {
   });
 
   test('a POST naming its id is 404, neither created nor overwritten', async () => {
-    assertError(await intruder.call('POST', '/v4/projects', { body: { projectId: project.projectId, title: 'Hijacked' } }), 404, 'notFound');
-    assertError(await intruder.call('POST', '/v4/projects', { body: [{ title: 'mine' }, { projectId: project.projectId, title: 'Hijacked' }] }), 404, 'notFound');
+    assertError(
+      await intruder.call('POST', '/v4/projects', { body: { projectId: project.projectId, title: 'Hijacked' } }),
+      404,
+      'notFound',
+    );
+    assertError(
+      await intruder.call('POST', '/v4/projects', {
+        body: [{ title: 'mine' }, { projectId: project.projectId, title: 'Hijacked' }],
+      }),
+      404,
+      'notFound',
+    );
     assert.deepEqual(await getProject(owner, project.projectId), project);
     assert.equal((await list(intruder)).totalResults, 0);
   });
 
   test('a bulk POST of more than one INSERT naming it last is 404 and creates none of the others', async () => {
-    const body = [...Array.from({ length: 120 }, (_, n) => ({ title: `mine ${n}` })), { projectId: project.projectId, title: 'Hijacked' }];
+    const body = [
+      ...Array.from({ length: 120 }, (_, n) => ({ title: `mine ${n}` })),
+      { projectId: project.projectId, title: 'Hijacked' },
+    ];
     assertError(await intruder.call('POST', '/v4/projects', { body }), 404, 'notFound');
     assert.equal((await list(intruder)).totalResults, 0);
     assert.deepEqual(await getProject(owner, project.projectId), project);
@@ -674,14 +789,18 @@ describe('tokens', () => {
   });
 
   test('an unknown token is 401 invalid_token', async () => {
-    const reply = await server.request('GET', '/v4/projects', { headers: { authorization: 'Bearer not-a-real-token' } });
+    const reply = await server.request('GET', '/v4/projects', {
+      headers: { authorization: 'Bearer not-a-real-token' },
+    });
     assertError(reply, 401, 'unauthorized');
     assert.match(reply.headers.get('www-authenticate') ?? '', /error="invalid_token"/);
   });
 
   test('a token with only the common scope may use projects; X-Service-Token works like Authorization', async () => {
     const { created } = await post(client, { title: 'common scope' });
-    const reply = await server.request('GET', `/v4/projects/${created[0].projectId}`, { headers: { 'x-service-token': client.accessToken } });
+    const reply = await server.request('GET', `/v4/projects/${created[0].projectId}`, {
+      headers: { 'x-service-token': client.accessToken },
+    });
     assert.equal(reply.status, 200, reply.text);
     assert.deepEqual(reply.body, created[0]);
   });

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { tokenRequest } from '../helpers/oauth.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
-import { ISO_UTC, UUID, assertError, signIn, type SignedIn } from './fixtures/clients.ts';
+import { assertError, ISO_UTC, type SignedIn, signIn, UUID } from './fixtures/clients.ts';
 
 let server: TestServer;
 before(async () => {
@@ -15,7 +15,14 @@ before(async () => {
 });
 after(() => server.close());
 
-const SESSION_KEYS = ['accessTokenExpiration', 'applicationId', 'createdAt', 'refreshTokenExpiration', 'scopes', 'sessionId'];
+const SESSION_KEYS = [
+  'accessTokenExpiration',
+  'applicationId',
+  'createdAt',
+  'refreshTokenExpiration',
+  'scopes',
+  'sessionId',
+];
 
 async function sessions(client: SignedIn, query = '') {
   const reply = await client.call('GET', `/v4/sessions${query}`);
@@ -58,14 +65,22 @@ describe('listing and reading sessions', () => {
     assert.equal(reply.body.pages, 1);
     const byApp = new Map(reply.body.results.map((s: any) => [s.applicationId, s]));
     assert.deepEqual([...byApp.keys()].sort(), [first.clientId, second.clientId].sort());
-    for (const [client, scopes] of [[first, ['common']], [second, ['common', 'users:read']]] as const) {
+    for (const [client, scopes] of [
+      [first, ['common']],
+      [second, ['common', 'users:read']],
+    ] as const) {
       const session: any = byApp.get(client.clientId);
       assert.deepEqual(Object.keys(session).sort(), SESSION_KEYS);
       assert.match(session.sessionId, UUID);
       assert.deepEqual([...session.scopes].sort(), scopes);
-      for (const key of ['createdAt', 'accessTokenExpiration', 'refreshTokenExpiration']) assert.match(session[key], ISO_UTC, key);
-      assert.ok(Math.abs(Date.parse(session.accessTokenExpiration) - client.tokens.access_token_expiration * 1000) < 1000);
-      assert.ok(Math.abs(Date.parse(session.refreshTokenExpiration) - client.tokens.refresh_token_expiration * 1000) < 1000);
+      for (const key of ['createdAt', 'accessTokenExpiration', 'refreshTokenExpiration'])
+        assert.match(session[key], ISO_UTC, key);
+      assert.ok(
+        Math.abs(Date.parse(session.accessTokenExpiration) - client.tokens.access_token_expiration * 1000) < 1000,
+      );
+      assert.ok(
+        Math.abs(Date.parse(session.refreshTokenExpiration) - client.tokens.refresh_token_expiration * 1000) < 1000,
+      );
       assert.ok(Date.parse(session.createdAt) <= Date.now());
     }
     assertNoToken(reply.text, first, second);
@@ -76,7 +91,10 @@ describe('listing and reading sessions', () => {
   test('GET /v4/session is the session of the token in use', async () => {
     const listed = (await sessions(first)).body.results;
     const mine = await currentSession(first);
-    assert.deepEqual(mine, listed.find((s: any) => s.applicationId === first.clientId));
+    assert.deepEqual(
+      mine,
+      listed.find((s: any) => s.applicationId === first.clientId),
+    );
     const theirs = await currentSession(second);
     assert.equal(theirs.applicationId, second.clientId);
     assert.notEqual(theirs.sessionId, mine.sessionId);
@@ -84,7 +102,7 @@ describe('listing and reading sessions', () => {
     assertNoToken(raw.text, first, second);
   });
 
-  test('GET /v4/sessions/<id> answers one of the caller\'s sessions; an unknown id is 404', async () => {
+  test("GET /v4/sessions/<id> answers one of the caller's sessions; an unknown id is 404", async () => {
     const mine = await currentSession(first);
     const reply = await second.call('GET', `/v4/sessions/${mine.sessionId}`);
     assert.equal(reply.status, 200, reply.text);
@@ -109,22 +127,36 @@ describe('listing and reading sessions', () => {
     assert.ok(!strangers.results.some((s: any) => s.sessionId === mine.sessionId));
     assertError(await stranger.call('GET', `/v4/sessions/${mine.sessionId}`), 404, 'notFound');
     assertError(await stranger.call('DELETE', `/v4/sessions/${mine.sessionId}`), 404, 'notFound');
-    assertError(await stranger.call('DELETE', '/v4/sessions', { body: [{ sessionId: mine.sessionId }] }), 404, 'notFound');
+    assertError(
+      await stranger.call('DELETE', '/v4/sessions', { body: [{ sessionId: mine.sessionId }] }),
+      404,
+      'notFound',
+    );
     assert.equal((await first.call('GET', '/v4/session')).status, 200);
     assert.equal((await sessions(first)).body.totalResults, 2);
   });
 
   test('a refresh keeps the session (same id, new expirations) and still shows no token', async () => {
     const before = await currentSession(second);
-    const refreshed = await tokenRequest(server, { grant_type: 'refresh_token', client_id: second.clientId, refresh_token: second.refreshToken });
+    const refreshed = await tokenRequest(server, {
+      grant_type: 'refresh_token',
+      client_id: second.clientId,
+      refresh_token: second.refreshToken,
+    });
     assert.equal(refreshed.status, 200, refreshed.text);
-    const after = await server.request('GET', '/v4/session', { headers: { authorization: `Bearer ${refreshed.body.access_token}` } });
+    const after = await server.request('GET', '/v4/session', {
+      headers: { authorization: `Bearer ${refreshed.body.access_token}` },
+    });
     assert.equal(after.status, 200, after.text);
     assert.equal(after.body.sessionId, before.sessionId);
     assert.equal(after.body.createdAt, before.createdAt);
     assert.ok(Date.parse(after.body.accessTokenExpiration) >= Date.parse(before.accessTokenExpiration));
     assert.ok(!after.text.includes(refreshed.body.access_token) && !after.text.includes(refreshed.body.refresh_token));
-    second = { ...second, accessToken: refreshed.body.access_token, refreshToken: refreshed.body.refresh_token } as SignedIn;
+    second = {
+      ...second,
+      accessToken: refreshed.body.access_token,
+      refreshToken: refreshed.body.refresh_token,
+    } as SignedIn;
   });
 
   test('sessions cannot be created or changed through the API (405 with Allow)', async () => {
@@ -145,7 +177,11 @@ describe('listing and reading sessions', () => {
     const old = await signIn(server, 'common', stranger.account);
     const oldSession = await currentSession(old);
     assert.equal((await sessions(stranger)).body.totalResults, 2);
-    await server.app.database.db.updateTable('sessions').set({ refresh_expires_at: Date.now() - 1000 }).where('session_id', '=', oldSession.sessionId).execute();
+    await server.app.database.db
+      .updateTable('sessions')
+      .set({ refresh_expires_at: Date.now() - 1000 })
+      .where('session_id', '=', oldSession.sessionId)
+      .execute();
     const listed = (await sessions(stranger)).body;
     assert.equal(listed.totalResults, 1);
     assert.notEqual(listed.results[0].sessionId, oldSession.sessionId);
@@ -153,7 +189,12 @@ describe('listing and reading sessions', () => {
   });
 
   test('without a token: 401 with WWW-Authenticate: Bearer', async () => {
-    for (const [method, path] of [['GET', '/v4/sessions'], ['GET', '/v4/session'], ['DELETE', '/v4/session'], ['DELETE', `/v4/sessions/${randomUUID()}`]]) {
+    for (const [method, path] of [
+      ['GET', '/v4/sessions'],
+      ['GET', '/v4/session'],
+      ['DELETE', '/v4/session'],
+      ['DELETE', `/v4/sessions/${randomUUID()}`],
+    ]) {
       const reply = await server.request(method!, path!);
       assertError(reply, 401, 'unauthorized');
       assert.match(reply.headers.get('www-authenticate') ?? '', /^Bearer realm="v4"/);
@@ -170,7 +211,11 @@ describe('ending sessions', () => {
     assert.equal(reply.status, 204, reply.text);
     assert.equal(reply.text, '');
     assertTokenRejected(await ended.call('GET', '/v4/sessions'));
-    const refresh = await tokenRequest(server, { grant_type: 'refresh_token', client_id: ended.clientId, refresh_token: ended.refreshToken });
+    const refresh = await tokenRequest(server, {
+      grant_type: 'refresh_token',
+      client_id: ended.clientId,
+      refresh_token: ended.refreshToken,
+    });
     assert.equal(refresh.status, 400, refresh.text);
     assert.equal(refresh.body.error, 'invalid_grant');
     // The caller's own session goes on, and is the only one left.
@@ -188,7 +233,11 @@ describe('ending sessions', () => {
     assert.equal(reply.text, '');
     assertTokenRejected(await leaving.call('GET', '/v4/session'));
     assertTokenRejected(await leaving.call('DELETE', '/v4/session'));
-    const refresh = await tokenRequest(server, { grant_type: 'refresh_token', client_id: leaving.clientId, refresh_token: leaving.refreshToken });
+    const refresh = await tokenRequest(server, {
+      grant_type: 'refresh_token',
+      client_id: leaving.clientId,
+      refresh_token: leaving.refreshToken,
+    });
     assert.equal(refresh.body.error, 'invalid_grant');
     const left = (await sessions(staying)).body;
     assert.equal(left.totalResults, 1);
@@ -207,7 +256,11 @@ describe('ending sessions', () => {
     const two = await signIn(server, 'common', one.account);
     const three = await signIn(server, 'common', one.account);
     const [a, b] = [await currentSession(two), await currentSession(three)];
-    assertError(await one.call('DELETE', '/v4/sessions', { body: [{ sessionId: a.sessionId }, { sessionId: randomUUID() }] }), 404, 'notFound');
+    assertError(
+      await one.call('DELETE', '/v4/sessions', { body: [{ sessionId: a.sessionId }, { sessionId: randomUUID() }] }),
+      404,
+      'notFound',
+    );
     assert.equal((await sessions(one)).body.totalResults, 3);
     assert.equal((await two.call('GET', '/v4/session')).status, 200);
     const reply = await one.call('DELETE', '/v4/sessions', { body: [a, { sessionId: b.sessionId }] });

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { generateKeyPairSync, randomUUID, sign, verify } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { startServer, type TestServer } from '../helpers/server.ts';
-import { ISO_UTC, assertError, signIn, type SignedIn } from './fixtures/clients.ts';
+import { assertError, ISO_UTC, type SignedIn, signIn } from './fixtures/clients.ts';
 
 let server: TestServer;
 before(async () => {
@@ -49,7 +49,11 @@ describe('reading users', () => {
     assert.deepEqual(Object.keys(reply.body).sort(), USER_KEYS);
     assert.equal(reply.body.userId, reader.account.userId);
     assert.equal(reply.body.username, reader.account.username);
-    assert.match(reply.body.publicKey, /^-----BEGIN PUBLIC KEY-----\n/, 'every account has a key pair (test/accounts/key-pair.test.ts)');
+    assert.match(
+      reply.body.publicKey,
+      /^-----BEGIN PUBLIC KEY-----\n/,
+      'every account has a key pair (test/accounts/key-pair.test.ts)',
+    );
     assert.match(reply.body.createdAt, ISO_UTC);
     assert.ok(Date.parse(reply.body.createdAt) <= Date.now());
   });
@@ -114,7 +118,9 @@ describe('changing users', () => {
 
   test('the own username may change only in case', async () => {
     const current = (await me(editor)).username as string;
-    const reply = await editor.call('PATCH', `/v4/users/${editor.account.userId}`, { body: { username: current.toUpperCase() } });
+    const reply = await editor.call('PATCH', `/v4/users/${editor.account.userId}`, {
+      body: { username: current.toUpperCase() },
+    });
     assert.equal(reply.status, 200, reply.text);
     assert.equal(reply.body.username, current.toUpperCase());
   });
@@ -122,11 +128,15 @@ describe('changing users', () => {
   test('publicKey is stored as SPKI PEM, given as PEM or hex-encoded DER', async () => {
     const key = rsaPublicKey();
     const pem = key.export({ type: 'spki', format: 'pem' }).toString();
-    const viaPem = await editor.call('PATCH', `/v4/users/${editor.account.userId}`, { body: { publicKey: key.export({ type: 'pkcs1', format: 'pem' }).toString() } });
+    const viaPem = await editor.call('PATCH', `/v4/users/${editor.account.userId}`, {
+      body: { publicKey: key.export({ type: 'pkcs1', format: 'pem' }).toString() },
+    });
     assert.equal(viaPem.status, 200, viaPem.text);
     assert.equal(viaPem.body.publicKey, pem);
     const second = rsaPublicKey();
-    const viaHex = await editor.call('PATCH', '/v4/user', { body: { publicKey: second.export({ type: 'spki', format: 'der' }).toString('hex') } });
+    const viaHex = await editor.call('PATCH', '/v4/user', {
+      body: { publicKey: second.export({ type: 'spki', format: 'der' }).toString('hex') },
+    });
     assert.equal(viaHex.status, 200, viaHex.text);
     assert.equal(viaHex.body.publicKey, second.export({ type: 'spki', format: 'pem' }).toString());
     assert.equal((await me(editor)).publicKey, viaHex.body.publicKey);
@@ -134,12 +144,27 @@ describe('changing users', () => {
 
   test('an invalid public key, a bad username or an unknown property is 400 and changes nothing', async () => {
     const before = await me(editor);
-    assertError(await editor.call('PATCH', '/v4/user', { body: { publicKey: 'not a key' } }), 400, 'badRequest', /publicKey/);
+    assertError(
+      await editor.call('PATCH', '/v4/user', { body: { publicKey: 'not a key' } }),
+      400,
+      'badRequest',
+      /publicKey/,
+    );
     assertError(await editor.call('PATCH', '/v4/user', { body: { publicKey: '' } }), 400, 'badRequest');
     assertError(await editor.call('PATCH', '/v4/user', { body: { username: 'ab' } }), 400, 'badRequest', /username/);
-    assertError(await editor.call('PATCH', '/v4/user', { body: { username: 'has space' } }), 400, 'badRequest', /username/);
+    assertError(
+      await editor.call('PATCH', '/v4/user', { body: { username: 'has space' } }),
+      400,
+      'badRequest',
+      /username/,
+    );
     assertError(await editor.call('PATCH', '/v4/user', { body: { username: null } }), 400, 'badRequest', /username/);
-    assertError(await editor.call('PATCH', '/v4/user', { body: { email: 'x@example.com' } }), 400, 'badRequest', /email/);
+    assertError(
+      await editor.call('PATCH', '/v4/user', { body: { email: 'x@example.com' } }),
+      400,
+      'badRequest',
+      /email/,
+    );
     assert.deepEqual(await me(editor), before);
   });
 
@@ -186,21 +211,41 @@ describe('changing users', () => {
     assert.equal(posted.body.updated[0].username, name);
     assertError(await editor.call('POST', '/v4/users', { body: { username: 'newperson' } }), 405, 'methodNotAllowed');
     const newId = randomUUID();
-    assertError(await editor.call('POST', '/v4/users', { body: { userId: newId, username: 'newperson2' } }), 404, 'notFound');
+    assertError(
+      await editor.call('POST', '/v4/users', { body: { userId: newId, username: 'newperson2' } }),
+      404,
+      'notFound',
+    );
     assertError(await editor.call('PUT', `/v4/users/${newId}`, { body: { username: 'newperson3' } }), 404, 'notFound');
     assertError(await editor.call('GET', `/v4/users/${newId}`), 404, 'notFound');
     assertError(await editor.call('DELETE', `/v4/users/${editor.account.userId}`), 405, 'methodNotAllowed');
     assertError(await editor.call('DELETE', '/v4/user'), 405, 'methodNotAllowed');
-    assertError(await editor.call('DELETE', '/v4/users', { body: [{ userId: editor.account.userId }] }), 405, 'methodNotAllowed');
+    assertError(
+      await editor.call('DELETE', '/v4/users', { body: [{ userId: editor.account.userId }] }),
+      405,
+      'methodNotAllowed',
+    );
     assert.equal((await me(editor)).username, name);
   });
 
   test('without users:update, changing the own user is 403 and changes nothing', async () => {
     const before = await me(readOnly);
-    assertInsufficientScope(await readOnly.call('PATCH', '/v4/user', { body: { username: 'nochange1' } }), 'users:update');
-    assertInsufficientScope(await readOnly.call('PUT', '/v4/user', { body: { username: 'nochange2' } }), 'users:update');
-    assertInsufficientScope(await readOnly.call('PATCH', `/v4/users/${readOnly.account.userId}`, { body: { username: 'nochange3' } }), 'users:update');
-    assertInsufficientScope(await readOnly.call('POST', '/v4/users', { body: { userId: readOnly.account.userId, username: 'nochange4' } }), 'users:update');
+    assertInsufficientScope(
+      await readOnly.call('PATCH', '/v4/user', { body: { username: 'nochange1' } }),
+      'users:update',
+    );
+    assertInsufficientScope(
+      await readOnly.call('PUT', '/v4/user', { body: { username: 'nochange2' } }),
+      'users:update',
+    );
+    assertInsufficientScope(
+      await readOnly.call('PATCH', `/v4/users/${readOnly.account.userId}`, { body: { username: 'nochange3' } }),
+      'users:update',
+    );
+    assertInsufficientScope(
+      await readOnly.call('POST', '/v4/users', { body: { userId: readOnly.account.userId, username: 'nochange4' } }),
+      'users:update',
+    );
     assert.deepEqual(await me(readOnly), before);
   });
 
@@ -211,7 +256,11 @@ describe('changing users', () => {
     assertError(await editor.call('PATCH', path, { body: { username: 'hijacked1' } }), 403, 'forbidden');
     assertError(await editor.call('PATCH', path, { body: { publicKey: key } }), 403, 'forbidden');
     assertError(await editor.call('PUT', path, { body: { username: 'hijacked2' } }), 403, 'forbidden');
-    assertError(await editor.call('POST', '/v4/users', { body: { userId: other.account.userId, username: 'hijacked3' } }), 403, 'forbidden');
+    assertError(
+      await editor.call('POST', '/v4/users', { body: { userId: other.account.userId, username: 'hijacked3' } }),
+      403,
+      'forbidden',
+    );
     assert.deepEqual(await me(other), before);
   });
 
@@ -238,7 +287,11 @@ describe('privateKey', () => {
     other = await signIn(server, PRIVATE);
     ownersKey = (await me(owner)).privateKey;
     // Another user without a stored private key (e.g. a v1 user who brought their own key).
-    await server.app.database.db.updateTable('users').set({ private_key: null }).where('user_id', '=', other.account.userId).execute();
+    await server.app.database.db
+      .updateTable('users')
+      .set({ private_key: null })
+      .where('user_id', '=', other.account.userId)
+      .execute();
   });
 
   test('is shown on the own user with users.private_key:read: the private half of publicKey', async () => {

@@ -1,4 +1,4 @@
-import { sql, type Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 
 export async function up(db: Kysely<any>): Promise<void> {
   // One row per registration: several users may hold unconfirmed registrations of one mod.
@@ -15,7 +15,13 @@ export async function up(db: Kysely<any>): Promise<void> {
     .execute();
   await db.schema.createIndex('mods_user').on('mods').column('user_id').execute();
   // At most one confirmed registration per mod, enforced by the database itself.
-  await db.schema.createIndex('mods_confirmed_once').unique().on('mods').column('mod_id').where(sql.ref('confirmed'), '=', 1).execute();
+  await db.schema
+    .createIndex('mods_confirmed_once')
+    .unique()
+    .on('mods')
+    .column('mod_id')
+    .where(sql.ref('confirmed'), '=', 1)
+    .execute();
 
   await db.schema
     .createTable('engrams')
@@ -29,7 +35,9 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('user_id', 'text')
     .addColumn('created_at', 'bigint', (col) => col.notNull())
     .addColumn('updated_at', 'bigint', (col) => col.notNull())
-    .addForeignKeyConstraint('engrams_mod', ['mod_id', 'user_id'], 'mods', ['mod_id', 'user_id'], (fk) => fk.onDelete('cascade'))
+    .addForeignKeyConstraint('engrams_mod', ['mod_id', 'user_id'], 'mods', ['mod_id', 'user_id'], (fk) =>
+      fk.onDelete('cascade'),
+    )
     .execute();
   await db.schema.createIndex('engrams_class').on('engrams').column('class').execute();
   await db.schema.createIndex('engrams_mod').on('engrams').columns(['mod_id', 'user_id']).execute();

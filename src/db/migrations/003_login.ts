@@ -1,4 +1,4 @@
-import { sql, type Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 
 export async function up(db: Kysely<any>): Promise<void> {
   // Accounts: a v1 user (public key only) has none of these and cannot sign in with a password.
@@ -108,7 +108,16 @@ export async function up(db: Kysely<any>): Promise<void> {
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
-  for (const table of ['device_authorizations', 'authorization_codes', 'rotated_refresh_tokens', 'sessions', 'interactions', 'web_sessions', 'applications', 'trusted_devices']) {
+  for (const table of [
+    'device_authorizations',
+    'authorization_codes',
+    'rotated_refresh_tokens',
+    'sessions',
+    'interactions',
+    'web_sessions',
+    'applications',
+    'trusted_devices',
+  ]) {
     await db.schema.dropTable(table).execute();
   }
   await sql`drop index users_username`.execute(db);

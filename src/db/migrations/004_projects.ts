@@ -15,7 +15,11 @@ export async function up(db: Kysely<any>): Promise<void> {
   // A user's list is always filtered by owner and sorted: one index per sortable column,
   // ending in the id that breaks ties, so a page is an index range scan.
   for (const column of ['updated_at', 'created_at', 'title']) {
-    await db.schema.createIndex(`projects_user_${column}`).on('projects').columns(['user_id', column, 'project_id']).execute();
+    await db.schema
+      .createIndex(`projects_user_${column}`)
+      .on('projects')
+      .columns(['user_id', column, 'project_id'])
+      .execute();
   }
 }
 

@@ -15,7 +15,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('created_at', 'bigint', (col) => col.notNull())
     .execute();
   await db.schema.createIndex('security_events_created').on('security_events').column('created_at').execute();
-  await db.schema.createIndex('security_events_user_created').on('security_events').columns(['user_id', 'created_at']).execute();
+  await db.schema
+    .createIndex('security_events_user_created')
+    .on('security_events')
+    .columns(['user_id', 'created_at'])
+    .execute();
 
   // When an application last used the session (an access token, at most once a minute, or a refresh).
   await db.schema.alterTable('sessions').addColumn('last_used_at', 'bigint').execute();

@@ -19,10 +19,29 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('created_at', 'bigint', (col) => col.notNull())
     .addColumn('expires_at', 'bigint', (col) => col.notNull())
     .execute();
-  await db.schema.createIndex('verification_requests_purpose_address').unique().on('verification_requests').columns(['purpose', 'address']).execute();
-  await db.schema.createIndex('verification_requests_link').unique().on('verification_requests').column('link_hash').execute();
-  await db.schema.createIndex('verification_requests_flow').unique().on('verification_requests').column('flow_hash').execute();
-  await db.schema.createIndex('verification_requests_expires').on('verification_requests').column('expires_at').execute();
+  await db.schema
+    .createIndex('verification_requests_purpose_address')
+    .unique()
+    .on('verification_requests')
+    .columns(['purpose', 'address'])
+    .execute();
+  await db.schema
+    .createIndex('verification_requests_link')
+    .unique()
+    .on('verification_requests')
+    .column('link_hash')
+    .execute();
+  await db.schema
+    .createIndex('verification_requests_flow')
+    .unique()
+    .on('verification_requests')
+    .column('flow_hash')
+    .execute();
+  await db.schema
+    .createIndex('verification_requests_expires')
+    .on('verification_requests')
+    .column('expires_at')
+    .execute();
   await db.schema.createIndex('verification_requests_user').on('verification_requests').column('user_id').execute();
 }
 

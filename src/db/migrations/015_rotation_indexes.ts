@@ -1,4 +1,4 @@
-import { sql, type Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import { dialectOf } from '../dialect.ts';
 
 /**
@@ -27,18 +27,36 @@ export async function down(db: Kysely<any>): Promise<void> {
   // Rows of ended sessions would break the foreign key: they go first.
   await sql`delete from rotated_refresh_tokens where session_id not in (select session_id from sessions)`.execute(db);
   if (dialectOf(db) === 'postgres') {
-    await sql`alter table rotated_refresh_tokens add constraint rotated_refresh_tokens_session_id_fkey foreign key (session_id) references sessions (session_id) on delete cascade`.execute(db);
+    await sql`alter table rotated_refresh_tokens add constraint rotated_refresh_tokens_session_id_fkey foreign key (session_id) references sessions (session_id) on delete cascade`.execute(
+      db,
+    );
   } else {
     await rebuildRotated(db, sql`session_id text not null references sessions (session_id) on delete cascade`, sql``);
   }
-  await db.schema.createIndex('rotated_refresh_tokens_session').on('rotated_refresh_tokens').column('session_id').execute();
+  await db.schema
+    .createIndex('rotated_refresh_tokens_session')
+    .on('rotated_refresh_tokens')
+    .column('session_id')
+    .execute();
 }
 
 /** SQLite changes a table's key or constraints only by building it anew: a copy, then the swap. */
-async function rebuildRotated(db: Kysely<any>, sessionColumn: ReturnType<typeof sql>, options: ReturnType<typeof sql>): Promise<void> {
-  await sql`create table rotated_refresh_tokens_new (refresh_token_hash text primary key, ${sessionColumn}, expires_at bigint not null) ${options}`.execute(db);
-  await sql`insert into rotated_refresh_tokens_new (refresh_token_hash, session_id, expires_at) select refresh_token_hash, session_id, expires_at from rotated_refresh_tokens`.execute(db);
+async function rebuildRotated(
+  db: Kysely<any>,
+  sessionColumn: ReturnType<typeof sql>,
+  options: ReturnType<typeof sql>,
+): Promise<void> {
+  await sql`create table rotated_refresh_tokens_new (refresh_token_hash text primary key, ${sessionColumn}, expires_at bigint not null) ${options}`.execute(
+    db,
+  );
+  await sql`insert into rotated_refresh_tokens_new (refresh_token_hash, session_id, expires_at) select refresh_token_hash, session_id, expires_at from rotated_refresh_tokens`.execute(
+    db,
+  );
   await sql`drop table rotated_refresh_tokens`.execute(db);
   await sql`alter table rotated_refresh_tokens_new rename to rotated_refresh_tokens`.execute(db);
-  await db.schema.createIndex('rotated_refresh_tokens_expires_at').on('rotated_refresh_tokens').column('expires_at').execute();
+  await db.schema
+    .createIndex('rotated_refresh_tokens_expires_at')
+    .on('rotated_refresh_tokens')
+    .column('expires_at')
+    .execute();
 }

@@ -33,7 +33,8 @@ export function splitJsonArray(text: string): string[] {
   for (; index < text.length; index++) {
     const char = text[index];
     if (inString) {
-      if (char === '\\') index++; // the escaped character cannot end the string
+      if (char === '\\')
+        index++; // the escaped character cannot end the string
       else if (char === '"') inString = false;
       continue;
     }
@@ -48,7 +49,8 @@ export function splitJsonArray(text: string): string[] {
       const last = trimJsonWhitespace(text.slice(start, index));
       if (last !== '') elements.push(last);
       else if (elements.length > 0) throw new NotAJsonArrayError(`Empty element before offset ${index}`);
-      if (trimJsonWhitespace(text.slice(index + 1)) !== '') throw new NotAJsonArrayError(`Text after the array at offset ${index + 1}`);
+      if (trimJsonWhitespace(text.slice(index + 1)) !== '')
+        throw new NotAJsonArrayError(`Text after the array at offset ${index + 1}`);
       return elements;
     } else if (char === ',' && depth === 0) {
       const element = trimJsonWhitespace(text.slice(start, index));

@@ -1,13 +1,24 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Config } from '../../config.ts';
 import { ApiError, badRequest, forbidden, notFound } from '../../http/errors.ts';
-import { isUuid, normalizeUuid } from '../../http/uuid.ts';
 import { textBody } from '../../http/text-body.ts';
+import { isUuid, normalizeUuid } from '../../http/uuid.ts';
 import { requireSignature } from '../authenticate.ts';
 import { readJsonBody, readTextList, splitList } from '../body.ts';
-import { splitJsonArray } from './json-elements.ts';
-import { deleteDocuments, documentExists, downloadDocument, DocumentRuleError, findDocuments, listDocuments, saveDocuments, type DocumentRow, type DocumentWrite, type ListOptions } from './store.ts';
 import { v1Docs } from '../openapi.ts';
+import { splitJsonArray } from './json-elements.ts';
+import {
+  type DocumentRow,
+  DocumentRuleError,
+  type DocumentWrite,
+  deleteDocuments,
+  documentExists,
+  downloadDocument,
+  findDocuments,
+  type ListOptions,
+  listDocuments,
+  saveDocuments,
+} from './store.ts';
 
 interface IdParams {
   ids: string;
@@ -48,7 +59,9 @@ function queryValue(query: Query, name: string): string | undefined {
 function rejectUnknownParameters(query: Query, known: readonly string[]): void {
   const unknown = Object.keys(query).find((name) => !known.includes(name));
   if (unknown !== undefined) {
-    throw badRequest(`Unknown query parameter ${unknown}; known: ${known.join(', ') || 'none'}`, { parameter: unknown });
+    throw badRequest(`Unknown query parameter ${unknown}; known: ${known.join(', ') || 'none'}`, {
+      parameter: unknown,
+    });
   }
 }
 
@@ -68,7 +81,8 @@ export function parseListQuery(query: Query): ListOptions {
   }
   const sort = queryValue(query, 'sort');
   if (sort !== undefined) {
-    if (sort !== 'last_updated' && sort !== 'download_count') throw invalid('sort', 'must be last_updated or download_count', sort);
+    if (sort !== 'last_updated' && sort !== 'download_count')
+      throw invalid('sort', 'must be last_updated or download_count', sort);
     options.sort = sort;
   }
   const direction = queryValue(query, 'direction');
@@ -107,7 +121,10 @@ function elementDetails(position: Position): Record<string, unknown> {
 /** Checks one posted document (content shape) and derives its metadata. */
 export function parseDocument(item: unknown, content: string, index: number | undefined): DocumentWrite {
   if (typeof item !== 'object' || item === null || Array.isArray(item)) {
-    throw badRequest(`Each document must be a JSON object${where({ index, identifier: undefined })}`, elementDetails({ index, identifier: undefined }));
+    throw badRequest(
+      `Each document must be a JSON object${where({ index, identifier: undefined })}`,
+      elementDetails({ index, identifier: undefined }),
+    );
   }
   const fields = item as Record<string, unknown>;
   const position: Position = { index, identifier: fields.Identifier };
@@ -130,13 +147,23 @@ function strictUtf8(body: Buffer | undefined): string {
 }
 
 /** The documents of a POST body, each with its content text exactly as posted. */
-export function readDocuments(request: FastifyRequest): { documents: DocumentWrite[]; identifiers: unknown[]; isArray: boolean } {
+export function readDocuments(request: FastifyRequest): {
+  documents: DocumentWrite[];
+  identifiers: unknown[];
+  isArray: boolean;
+} {
   const body = readJsonBody(request);
   const text = strictUtf8(request.rawBody);
-  if (!Array.isArray(body)) return { documents: [parseDocument(body, text, undefined)], identifiers: [(body as { Identifier?: unknown }).Identifier], isArray: false };
+  if (!Array.isArray(body))
+    return {
+      documents: [parseDocument(body, text, undefined)],
+      identifiers: [(body as { Identifier?: unknown }).Identifier],
+      isArray: false,
+    };
   if (body.length === 0) throw badRequest('The array of documents is empty');
   const texts = splitJsonArray(text);
-  if (texts.length !== body.length) throw new Error(`splitJsonArray found ${texts.length} elements, JSON.parse ${body.length}`);
+  if (texts.length !== body.length)
+    throw new Error(`splitJsonArray found ${texts.length} elements, JSON.parse ${body.length}`);
   const documents = body.map((item, index) => parseDocument(item, texts[index]!, index));
   const seen = new Map<string, number>();
   for (const [index, document] of documents.entries()) {
@@ -184,7 +211,8 @@ export async function documentRoutes(v1: FastifyInstance): Promise<void> {
         headers: { allow: 'GET, DELETE' },
       });
     }
-    if (!(await documentExists(db(), normalizeUuid(raw.trim())))) throw notFound(`Document ${raw.trim()} is not published`);
+    if (!(await documentExists(db(), normalizeUuid(raw.trim()))))
+      throw notFound(`Document ${raw.trim()} is not published`);
     return reply.code(200).send();
   });
 
@@ -193,37 +221,41 @@ export async function documentRoutes(v1: FastifyInstance): Promise<void> {
     return rows.map((row) => documentMetadata(config, row));
   });
 
-  v1.get<{ Params: IdParams; Querystring: Query }>('/document.php/:ids', { exposeHeadRoute: false, schema: v1Docs.getDocuments }, async (request, reply) => {
-    rejectUnknownParameters(request.query, ['simple']);
-    const raw = request.params.ids;
-    const ids = [...new Set(splitList(raw).map(normalizeUuid))];
+  v1.get<{ Params: IdParams; Querystring: Query }>(
+    '/document.php/:ids',
+    { exposeHeadRoute: false, schema: v1Docs.getDocuments },
+    async (request, reply) => {
+      rejectUnknownParameters(request.query, ['simple']);
+      const raw = request.params.ids;
+      const ids = [...new Set(splitList(raw).map(normalizeUuid))];
 
-    // The shape of the path decides the shape of the answer: a comma means a list.
-    if (raw.includes(',')) {
-      const rows = await findDocuments(db(), ids.filter(isUuid));
-      if (rows.length === 0) throw notFound('None of the documents was found');
-      const byId = new Map(rows.map((row) => [row.document_id, row]));
-      return ids.flatMap((id) => {
-        const row = byId.get(id);
-        return row ? [documentMetadata(config, row)] : [];
-      });
-    }
+      // The shape of the path decides the shape of the answer: a comma means a list.
+      if (raw.includes(',')) {
+        const rows = await findDocuments(db(), ids.filter(isUuid));
+        if (rows.length === 0) throw notFound('None of the documents was found');
+        const byId = new Map(rows.map((row) => [row.document_id, row]));
+        return ids.flatMap((id) => {
+          const row = byId.get(id);
+          return row ? [documentMetadata(config, row)] : [];
+        });
+      }
 
-    const id = ids[0] ?? '';
-    if (!isUuid(id)) throw notFound(`Document ${id} not found`);
-    if (request.query.simple !== undefined) {
-      const [row] = await findDocuments(db(), [id]);
-      if (!row) throw notFound(`Document ${id} not found`, { document_id: id });
-      return documentMetadata(config, row);
-    }
-    const document = await downloadDocument(db(), id);
-    if (!document) throw notFound(`Document ${id} not found`, { document_id: id });
-    return reply
-      .header('content-type', 'application/octet-stream')
-      .header('content-disposition', `attachment; filename="${downloadFilename(document.name, id)}"`)
-      .header('cache-control', 'no-store')
-      .send(textBody(document.content));
-  });
+      const id = ids[0] ?? '';
+      if (!isUuid(id)) throw notFound(`Document ${id} not found`);
+      if (request.query.simple !== undefined) {
+        const [row] = await findDocuments(db(), [id]);
+        if (!row) throw notFound(`Document ${id} not found`, { document_id: id });
+        return documentMetadata(config, row);
+      }
+      const document = await downloadDocument(db(), id);
+      if (!document) throw notFound(`Document ${id} not found`, { document_id: id });
+      return reply
+        .header('content-type', 'application/octet-stream')
+        .header('content-disposition', `attachment; filename="${downloadFilename(document.name, id)}"`)
+        .header('cache-control', 'no-store')
+        .send(textBody(document.content));
+    },
+  );
 
   v1.post('/document.php', { preHandler: requireSignature, schema: v1Docs.saveDocuments }, async (request) => {
     const posted = readDocuments(request);
@@ -240,8 +272,12 @@ export async function documentRoutes(v1: FastifyInstance): Promise<void> {
     });
     return { deleted: documentIds };
   };
-  v1.delete<{ Params: IdParams }>('/document.php/:ids', { preHandler: requireSignature, schema: v1Docs.deleteDocumentsInPath }, (request) =>
-    remove(request, documentIdsFrom(splitList(request.params.ids))),
+  v1.delete<{ Params: IdParams }>(
+    '/document.php/:ids',
+    { preHandler: requireSignature, schema: v1Docs.deleteDocumentsInPath },
+    (request) => remove(request, documentIdsFrom(splitList(request.params.ids))),
   );
-  v1.delete('/document.php', { preHandler: requireSignature, schema: v1Docs.deleteDocuments }, (request) => remove(request, documentIdsFrom(readTextList(request))));
+  v1.delete('/document.php', { preHandler: requireSignature, schema: v1Docs.deleteDocuments }, (request) =>
+    remove(request, documentIdsFrom(readTextList(request))),
+  );
 }

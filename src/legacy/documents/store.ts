@@ -1,11 +1,14 @@
 import type { Kysely } from 'kysely';
 import { dialectOf } from '../../db/dialect.ts';
-import type { DocumentsTable, Schema } from '../../db/schema.ts';
 import { reusableQuery } from '../../db/reusable-query.ts';
+import type { DocumentsTable, Schema } from '../../db/schema.ts';
 import { batchPerTurn } from './per-turn-batch.ts';
 
 /** Everything of a document but its content. */
-export type DocumentRow = Pick<DocumentsTable, 'document_id' | 'user_id' | 'name' | 'description' | 'revision' | 'download_count' | 'last_updated'>;
+export type DocumentRow = Pick<
+  DocumentsTable,
+  'document_id' | 'user_id' | 'name' | 'description' | 'revision' | 'download_count' | 'last_updated'
+>;
 
 export interface DocumentWrite {
   documentId: string;
@@ -36,10 +39,22 @@ export class DocumentRuleError extends Error {
   }
 }
 
-const columns = ['document_id', 'user_id', 'name', 'description', 'revision', 'download_count', 'last_updated'] as const;
+const columns = [
+  'document_id',
+  'user_id',
+  'name',
+  'description',
+  'revision',
+  'download_count',
+  'last_updated',
+] as const;
 
 export async function documentExists(db: Kysely<Schema>, documentId: string): Promise<boolean> {
-  const row = await db.selectFrom('documents').select('document_id').where('document_id', '=', documentId).executeTakeFirst();
+  const row = await db
+    .selectFrom('documents')
+    .select('document_id')
+    .where('document_id', '=', documentId)
+    .executeTakeFirst();
   return row !== undefined;
 }
 
@@ -68,24 +83,33 @@ export async function listDocuments(db: Kysely<Schema>, options: ListOptions): P
  * after its count is stored, and a burst costs one write instead of one per request (the write was
  * the largest cost of a download). Undefined when the document does not exist.
  */
-export function downloadDocument(db: Kysely<Schema>, documentId: string): Promise<{ name: string; content: string } | undefined> {
+export function downloadDocument(
+  db: Kysely<Schema>,
+  documentId: string,
+): Promise<{ name: string; content: string } | undefined> {
   let download = downloads.get(db);
   if (!download) {
-    download = batchPerTurn(async (id: string, count: number) => (await countDownloads(db, { documentId: id, count }))[0]);
+    download = batchPerTurn(
+      async (id: string, count: number) => (await countDownloads(db, { documentId: id, count }))[0],
+    );
     downloads.set(db, download);
   }
   return download(documentId);
 }
 
 /** The batched download of each database (tests run several apps in one process). */
-const downloads = new WeakMap<Kysely<Schema>, (documentId: string) => Promise<{ name: string; content: string } | undefined>>();
+const downloads = new WeakMap<
+  Kysely<Schema>,
+  (documentId: string) => Promise<{ name: string; content: string } | undefined>
+>();
 
-const countDownloads = reusableQuery((db: Kysely<Schema>, { documentId, count }: { documentId: string; count: number }) =>
-  db
-    .updateTable('documents')
-    .set((eb) => ({ download_count: eb('download_count', '+', count) }))
-    .where('document_id', '=', documentId)
-    .returning(['name', 'content']),
+const countDownloads = reusableQuery(
+  (db: Kysely<Schema>, { documentId, count }: { documentId: string; count: number }) =>
+    db
+      .updateTable('documents')
+      .set((eb) => ({ download_count: eb('download_count', '+', count) }))
+      .where('document_id', '=', documentId)
+      .returning(['name', 'content']),
 );
 
 /**
@@ -94,13 +118,19 @@ const countDownloads = reusableQuery((db: Kysely<Schema>, { documentId, count }:
  * Each write is a single upsert whose update applies only to the caller's own row, so
  * concurrent updates serialise on the row and none is lost.
  */
-export async function saveDocuments(db: Kysely<Schema>, userId: string, documents: readonly DocumentWrite[]): Promise<DocumentRow[]> {
+export async function saveDocuments(
+  db: Kysely<Schema>,
+  userId: string,
+  documents: readonly DocumentWrite[],
+): Promise<DocumentRow[]> {
   const now = Date.now();
   try {
     return await db.transaction().execute(async (trx) => {
       const saved: DocumentRow[] = new Array(documents.length);
       // Rows are written (and locked) in id order, so two overlapping requests cannot deadlock.
-      const order = [...documents.keys()].sort((a, b) => (documents[a]!.documentId < documents[b]!.documentId ? -1 : 1));
+      const order = [...documents.keys()].sort((a, b) =>
+        documents[a]!.documentId < documents[b]!.documentId ? -1 : 1,
+      );
       for (const index of order) {
         const document = documents[index]!;
         const row = await trx
@@ -131,7 +161,12 @@ export async function saveDocuments(db: Kysely<Schema>, userId: string, document
           .returning(columns)
           .executeTakeFirst();
         if (!row) {
-          throw new DocumentRuleError('notYours', document.documentId, index, `Document ${document.documentId} belongs to another user`);
+          throw new DocumentRuleError(
+            'notYours',
+            document.documentId,
+            index,
+            `Document ${document.documentId} belongs to another user`,
+          );
         }
         saved[index] = row;
       }
@@ -139,7 +174,8 @@ export async function saveDocuments(db: Kysely<Schema>, userId: string, document
     });
   } catch (error) {
     // The signing user was deleted while this request ran.
-    if (isForeignKeyViolation(error)) throw new DocumentRuleError('noSuchUser', documents[0]?.documentId ?? '', 0, `User ${userId} no longer exists`);
+    if (isForeignKeyViolation(error))
+      throw new DocumentRuleError('noSuchUser', documents[0]?.documentId ?? '', 0, `User ${userId} no longer exists`);
     throw error;
   }
 }
@@ -149,12 +185,22 @@ export async function saveDocuments(db: Kysely<Schema>, userId: string, document
  * The delete runs first (on SQLite it is the transaction's first statement, so it takes the
  * write lock at once) and is rolled back when it missed any.
  */
-export async function deleteDocuments(db: Kysely<Schema>, userId: string, documentIds: readonly string[]): Promise<void> {
+export async function deleteDocuments(
+  db: Kysely<Schema>,
+  userId: string,
+  documentIds: readonly string[],
+): Promise<void> {
   if (documentIds.length === 0) return;
   await db.transaction().execute(async (trx) => {
     if (dialectOf(trx) === 'postgres') {
       // Lock the rows in id order first, as saveDocuments writes them, so overlapping requests cannot deadlock.
-      await trx.selectFrom('documents').select('document_id').where('document_id', 'in', documentIds).orderBy('document_id').forUpdate().execute();
+      await trx
+        .selectFrom('documents')
+        .select('document_id')
+        .where('document_id', 'in', documentIds)
+        .orderBy('document_id')
+        .forUpdate()
+        .execute();
     }
     const deleted = await trx
       .deleteFrom('documents')
@@ -164,11 +210,16 @@ export async function deleteDocuments(db: Kysely<Schema>, userId: string, docume
       .execute();
     if (deleted.length === documentIds.length) return;
     const gone = new Set(deleted.map((row) => row.document_id));
-    const others = await trx.selectFrom('documents').select('document_id').where('document_id', 'in', documentIds).execute();
+    const others = await trx
+      .selectFrom('documents')
+      .select('document_id')
+      .where('document_id', 'in', documentIds)
+      .execute();
     const existing = new Set(others.map((row) => row.document_id));
     for (const [index, documentId] of documentIds.entries()) {
       if (gone.has(documentId)) continue;
-      if (existing.has(documentId)) throw new DocumentRuleError('notYours', documentId, index, `Document ${documentId} belongs to another user`);
+      if (existing.has(documentId))
+        throw new DocumentRuleError('notYours', documentId, index, `Document ${documentId} belongs to another user`);
       throw new DocumentRuleError('notFound', documentId, index, `Document ${documentId} does not exist`);
     }
   });

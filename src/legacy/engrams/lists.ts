@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { Readable, type Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { constants as zlibConstants, createBrotliCompress, createGzip } from 'node:zlib';
+import { createBrotliCompress, createGzip, constants as zlibConstants } from 'node:zlib';
 import type { Kysely } from 'kysely';
 import { LRUCache } from 'lru-cache';
 import type { Config } from '../../config.ts';
@@ -63,7 +63,9 @@ export class EngramLists {
     const buildKey = `${version}:${key}`;
     let pending = this.building.get(buildKey);
     if (!pending) {
-      pending = this.build(modIds === undefined ? undefined : key.split(','), version).finally(() => this.building.delete(buildKey));
+      pending = this.build(modIds === undefined ? undefined : key.split(','), version).finally(() =>
+        this.building.delete(buildKey),
+      );
       this.building.set(buildKey, pending);
     }
     const body = await pending;
@@ -85,7 +87,13 @@ export class EngramLists {
       hash.update(chunk);
       length += chunk.length;
     };
-    for await (const rows of streamEngrams(this.db(), modIds)) add(jsonChunk(identity.length === 0 ? '[' : ',', rows.map((row) => engramJson(this.config, row))));
+    for await (const rows of streamEngrams(this.db(), modIds))
+      add(
+        jsonChunk(
+          identity.length === 0 ? '[' : ',',
+          rows.map((row) => engramJson(this.config, row)),
+        ),
+      );
     add(Buffer.from(identity.length === 0 ? '[]' : ']'));
     const tag = hash.digest('base64url').slice(0, 27);
     if (length < COMPRESSION_THRESHOLD) return { version, tag, identity, length };

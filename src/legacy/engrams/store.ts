@@ -1,11 +1,11 @@
 import { hash } from 'node:crypto';
 import type { Kysely, Transaction } from 'kysely';
+import type { Database } from '../../db/connection.ts';
 import { bumpContentVersion } from '../../db/content-versions.ts';
 import { isForeignKeyViolation } from '../../db/errors.ts';
 import { lockKeys } from '../../db/locks.ts';
-import type { Schema } from '../../db/schema.ts';
 import { reusableQuery } from '../../db/reusable-query.ts';
-import type { Database } from '../../db/connection.ts';
+import type { Schema } from '../../db/schema.ts';
 import { modLockKey } from '../mods/store.ts';
 
 export interface EngramRow {
@@ -31,7 +31,13 @@ export interface EngramWrite {
 
 export class EngramRuleError extends Error {
   constructor(
-    readonly kind: 'heldByAnotherMod' | 'notYourConfirmedMod' | 'missingField' | 'notFound' | 'notYours' | 'modNotFound',
+    readonly kind:
+      | 'heldByAnotherMod'
+      | 'notYourConfirmedMod'
+      | 'missingField'
+      | 'notFound'
+      | 'notYours'
+      | 'modNotFound',
     readonly element: { index?: number; path?: string; identifier?: string; fields?: string[] },
     message: string,
   ) {
@@ -62,7 +68,11 @@ const ANSWER_COLUMNS = [
 ] as const;
 
 function engramsWithModName(db: Kysely<Schema>) {
-  return db.selectFrom('engrams').leftJoin('mods', (join) => join.onRef('mods.mod_id', '=', 'engrams.mod_id').onRef('mods.user_id', '=', 'engrams.user_id'));
+  return db
+    .selectFrom('engrams')
+    .leftJoin('mods', (join) =>
+      join.onRef('mods.mod_id', '=', 'engrams.mod_id').onRef('mods.user_id', '=', 'engrams.user_id'),
+    );
 }
 
 /** Every column of EngramRow: the answer's and the owner's. */
@@ -76,7 +86,11 @@ function selectEngrams(db: Kysely<Schema>) {
  * Every engram (optionally of some mods), in keyset-paged chunks of rows: memory holds one chunk,
  * and no connection is held while the client reads.
  */
-export async function* streamEngrams(db: Kysely<Schema>, modIds?: readonly string[], chunkSize = 1000): AsyncGenerator<EngramRow[]> {
+export async function* streamEngrams(
+  db: Kysely<Schema>,
+  modIds?: readonly string[],
+  chunkSize = 1000,
+): AsyncGenerator<EngramRow[]> {
   let after = '';
   for (;;) {
     let query = selectEngrams(db).where('engrams.uid', '>', after).orderBy('engrams.uid').limit(chunkSize);
@@ -111,14 +125,30 @@ type ByKind = { uids: readonly string[]; classes: readonly string[] };
 /** The engrams any identifier names, in uid order; the caller chooses the columns. */
 function engramsMatching(db: Kysely<Schema>, { uids, classes }: ByKind) {
   return engramsWithModName(db)
-    .where((eb) => eb.or([...(uids.length ? [eb('engrams.uid', 'in', uids)] : []), ...(classes.length ? [eb('engrams.class', 'in', classes)] : [])]))
+    .where((eb) =>
+      eb.or([
+        ...(uids.length ? [eb('engrams.uid', 'in', uids)] : []),
+        ...(classes.length ? [eb('engrams.class', 'in', classes)] : []),
+      ]),
+    )
     .orderBy('engrams.uid');
 }
 
-const engramsByIdentifiers = reusableQuery((db: Kysely<Schema>, identifiers: ByKind) => engramsMatching(db, identifiers).select(ROW_COLUMNS));
+const engramsByIdentifiers = reusableQuery((db: Kysely<Schema>, identifiers: ByKind) =>
+  engramsMatching(db, identifiers).select(ROW_COLUMNS),
+);
 
 /** What an engram's answer shows (engramJson), as a row of columns in this order. */
-export type EngramColumns = [uid: string, path: string, engramClass: string, label: string, availability: number, canBlueprint: number, modId: string | null, modName: string | null];
+export type EngramColumns = [
+  uid: string,
+  path: string,
+  engramClass: string,
+  label: string,
+  availability: number,
+  canBlueprint: number,
+  modId: string | null,
+  modName: string | null,
+];
 
 /**
  * findEngrams for the GET, outside any transaction: only the columns the answer shows, each row an
@@ -130,14 +160,21 @@ export function readEngramColumns(database: Database, identifiers: readonly stri
   return engramColumnsByIdentifiers.arrays(database, byKind(identifiers)) as Promise<EngramColumns[]>;
 }
 
-const engramColumnsByIdentifiers = reusableQuery((db: Kysely<Schema>, identifiers: ByKind) => engramsMatching(db, identifiers).select(ANSWER_COLUMNS));
+const engramColumnsByIdentifiers = reusableQuery((db: Kysely<Schema>, identifiers: ByKind) =>
+  engramsMatching(db, identifiers).select(ANSWER_COLUMNS),
+);
 
 /**
  * Why `userId` may not write to `modId`: 403 when the mod is there but not theirs to write (their
  * registration is unconfirmed, or another user confirmed it), 404 when there is no such mod (never
  * registered, or deleted).
  */
-async function refusal(db: Kysely<Schema>, userId: string, modId: string, element: EngramRuleError['element']): Promise<EngramRuleError> {
+async function refusal(
+  db: Kysely<Schema>,
+  userId: string,
+  modId: string,
+  element: EngramRuleError['element'],
+): Promise<EngramRuleError> {
   const known = await db
     .selectFrom('mods')
     .select('mod_id')
@@ -150,17 +187,26 @@ async function refusal(db: Kysely<Schema>, userId: string, modId: string, elemen
 }
 
 /** Adds or updates every engram, or none; answers the engrams as stored, in the order written. */
-export async function saveEngrams(db: Kysely<Schema>, userId: string, writes: readonly EngramWrite[]): Promise<EngramRow[]> {
+export async function saveEngrams(
+  db: Kysely<Schema>,
+  userId: string,
+  writes: readonly EngramWrite[],
+): Promise<EngramRow[]> {
   try {
     return await db.transaction().execute((trx) => writeEngrams(trx, userId, writes));
   } catch (error) {
     // The mod (or its registrant) was deleted by a path that takes no mod lock (a user's deletion).
-    if (isForeignKeyViolation(error)) throw new EngramRuleError('modNotFound', {}, 'The mod of this engram was deleted');
+    if (isForeignKeyViolation(error))
+      throw new EngramRuleError('modNotFound', {}, 'The mod of this engram was deleted');
     throw error;
   }
 }
 
-async function writeEngrams(trx: Transaction<Schema>, userId: string, writes: readonly EngramWrite[]): Promise<EngramRow[]> {
+async function writeEngrams(
+  trx: Transaction<Schema>,
+  userId: string,
+  writes: readonly EngramWrite[],
+): Promise<EngramRow[]> {
   const now = Date.now();
   // Requests writing the same paths run one after another, so a path another request is adding
   // is seen as existing (a rule error or an update) rather than failing its insert. The mods
@@ -169,17 +215,28 @@ async function writeEngrams(trx: Transaction<Schema>, userId: string, writes: re
   const modIds = new Set(writes.flatMap((write) => (write.modId === undefined ? [] : [write.modId])));
   await lockKeys(trx, [...writes.map((write) => `engram:${engramUid(write.path)}`), ...[...modIds].map(modLockKey)]);
   const confirmed = new Set(
-    (await trx.selectFrom('mods').select('mod_id').where('user_id', '=', userId).where('confirmed', '=', 1).execute()).map((row) => row.mod_id),
+    (
+      await trx.selectFrom('mods').select('mod_id').where('user_id', '=', userId).where('confirmed', '=', 1).execute()
+    ).map((row) => row.mod_id),
   );
   const uids: string[] = [];
   for (const [index, write] of writes.entries()) {
     const uid = engramUid(write.path);
     const element = { index, path: write.path };
-    if (write.modId !== undefined && !confirmed.has(write.modId)) throw await refusal(trx, userId, write.modId, element);
-    const existing = await trx.selectFrom('engrams').select(['mod_id', 'user_id']).where('uid', '=', uid).executeTakeFirst();
+    if (write.modId !== undefined && !confirmed.has(write.modId))
+      throw await refusal(trx, userId, write.modId, element);
+    const existing = await trx
+      .selectFrom('engrams')
+      .select(['mod_id', 'user_id'])
+      .where('uid', '=', uid)
+      .executeTakeFirst();
     if (existing) {
       if (existing.user_id !== userId || (write.modId !== undefined && write.modId !== existing.mod_id)) {
-        throw new EngramRuleError('heldByAnotherMod', element, `Path ${write.path} belongs to mod ${existing.mod_id ?? '(none)'}; delete that engram first`);
+        throw new EngramRuleError(
+          'heldByAnotherMod',
+          element,
+          `Path ${write.path} belongs to mod ${existing.mod_id ?? '(none)'}; delete that engram first`,
+        );
       }
       const updated = await trx
         .updateTable('engrams')
@@ -194,9 +251,12 @@ async function writeEngrams(trx: Transaction<Schema>, userId: string, writes: re
         .where('uid', '=', uid)
         .executeTakeFirst();
       // Deleted meanwhile with its mod (a write without mod_id does not lock the mod).
-      if (updated.numUpdatedRows === 0n) throw new EngramRuleError('modNotFound', element, `Engram ${write.path} was deleted with its mod`);
+      if (updated.numUpdatedRows === 0n)
+        throw new EngramRuleError('modNotFound', element, `Engram ${write.path} was deleted with its mod`);
     } else {
-      const missing = (['label', 'modId', 'availability', 'canBlueprint'] as const).filter((key) => write[key] === undefined);
+      const missing = (['label', 'modId', 'availability', 'canBlueprint'] as const).filter(
+        (key) => write[key] === undefined,
+      );
       if (missing.length > 0) {
         const names = { label: 'label', modId: 'mod_id', availability: 'availability', canBlueprint: 'can_blueprint' };
         const fields = missing.map((key) => names[key]);
@@ -226,14 +286,24 @@ async function writeEngrams(trx: Transaction<Schema>, userId: string, writes: re
 }
 
 /** Deletes every engram the identifiers name (uids or class strings), or none. */
-export async function deleteEngrams(db: Kysely<Schema>, userId: string, identifiers: readonly string[]): Promise<string[]> {
+export async function deleteEngrams(
+  db: Kysely<Schema>,
+  userId: string,
+  identifiers: readonly string[],
+): Promise<string[]> {
   return db.transaction().execute(async (trx) => {
     const rows = await findEngrams(trx, identifiers);
     for (const identifier of identifiers) {
-      const matches = rows.filter((row) => (isEngramUid(identifier) ? row.uid === identifier.toLowerCase() : row.class === identifier));
+      const matches = rows.filter((row) =>
+        isEngramUid(identifier) ? row.uid === identifier.toLowerCase() : row.class === identifier,
+      );
       if (matches.length === 0) throw new EngramRuleError('notFound', { identifier }, `No engram ${identifier}`);
       if (matches.some((row) => row.user_id !== userId)) {
-        throw new EngramRuleError('notYours', { identifier }, `Engram ${identifier} belongs to a mod that is not yours`);
+        throw new EngramRuleError(
+          'notYours',
+          { identifier },
+          `Engram ${identifier} belongs to a mod that is not yours`,
+        );
       }
     }
     const uids = rows.map((row) => row.uid);

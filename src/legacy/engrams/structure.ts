@@ -13,7 +13,8 @@ const NAMES_BY_MASK: readonly (readonly string[])[] = Array.from({ length: ALL_B
 );
 
 /** A mask NAMES_BY_MASK holds: what the API accepts (anything else only a hand-edited database holds). */
-const isKnownMask = (availability: number) => Number.isInteger(availability) && availability >= 0 && availability <= ALL_BITS;
+const isKnownMask = (availability: number) =>
+  Number.isInteger(availability) && availability >= 0 && availability <= ALL_BITS;
 
 export function environmentNames(availability: number): string[] {
   return isKnownMask(availability) ? [...NAMES_BY_MASK[availability]!] : slowEnvironmentNames(availability);
@@ -52,11 +53,24 @@ const NAMES_JSON_BY_MASK: readonly string[] = NAMES_BY_MASK.map((names) => JSON.
  * digits are written as they are stored (only digits are stored: parseModId).
  */
 export function engramJson(config: Config, row: EngramRow): string {
-  return writeEngramJson(config, row.uid, row.path, row.class, row.label, row.availability, row.can_blueprint, row.mod_id, row.mod_name);
+  return writeEngramJson(
+    config,
+    row.uid,
+    row.path,
+    row.class,
+    row.label,
+    row.availability,
+    row.can_blueprint,
+    row.mod_id,
+    row.mod_name,
+  );
 }
 
 /** engramJson of a row read as columns (readEngramColumns). */
-export function engramJsonOfColumns(config: Config, [uid, path, engramClass, label, availability, canBlueprint, modId, modName]: EngramColumns): string {
+export function engramJsonOfColumns(
+  config: Config,
+  [uid, path, engramClass, label, availability, canBlueprint, modId, modName]: EngramColumns,
+): string {
   return writeEngramJson(config, uid, path, engramClass, label, availability, canBlueprint, modId, modName);
 }
 
@@ -71,7 +85,9 @@ function writeEngramJson(
   modId: string | null,
   modName: string | null,
 ): string {
-  const environments = isKnownMask(availability) ? NAMES_JSON_BY_MASK[availability]! : JSON.stringify(slowEnvironmentNames(availability));
+  const environments = isKnownMask(availability)
+    ? NAMES_JSON_BY_MASK[availability]!
+    : JSON.stringify(slowEnvironmentNames(availability));
   return (
     `{"path":${JSON.stringify(path)},"class":${JSON.stringify(engramClass)},"label":${JSON.stringify(label)},` +
     `"environments":${environments},"can_blueprint":${canBlueprint === 1},` +

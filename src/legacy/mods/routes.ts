@@ -3,10 +3,19 @@ import type { Config } from '../../config.ts';
 import { badRequest, notFound, preconditionFailed, serviceUnavailable } from '../../http/errors.ts';
 import { requireSignature } from '../authenticate.ts';
 import { readJsonBody, readTextList, splitList } from '../body.ts';
-import { fetchWorkshopItem, workshopUrl, WorkshopUnavailableError, type WorkshopItem } from '../workshop.ts';
-import { confirmedByOthers, confirmMod, deleteMods, listMods, ModRuleError, registerMods, type ModRow, type NewRegistration } from './store.ts';
 import { v1Docs } from '../openapi.ts';
+import { fetchWorkshopItem, type WorkshopItem, WorkshopUnavailableError, workshopUrl } from '../workshop.ts';
 import { modIdProblem, parseModId } from './mod-id.ts';
+import {
+  confirmedByOthers,
+  confirmMod,
+  deleteMods,
+  listMods,
+  type ModRow,
+  ModRuleError,
+  type NewRegistration,
+  registerMods,
+} from './store.ts';
 
 export { modIdProblem, parseModId };
 
@@ -40,9 +49,12 @@ function modIdsFrom(list: string[]): string[] {
 /** A mod rule error (or a workshop outage) as the API error; any other error unchanged. */
 function modRuleErrorToApiError(error: unknown): unknown {
   if (error instanceof ModRuleError) {
-    return error.reason === 'notRegistered' ? notFound(error.message, { mod_id: error.modId }) : badRequest(error.message, { mod_id: error.modId });
+    return error.reason === 'notRegistered'
+      ? notFound(error.message, { mod_id: error.modId })
+      : badRequest(error.message, { mod_id: error.modId });
   }
-  if (error instanceof WorkshopUnavailableError) return serviceUnavailable(`Mod ownership cannot be checked now: ${error.message}`);
+  if (error instanceof WorkshopUnavailableError)
+    return serviceUnavailable(`Mod ownership cannot be checked now: ${error.message}`);
   return error;
 }
 
@@ -57,21 +69,30 @@ export async function modRoutes(v1: FastifyInstance): Promise<void> {
   const db = () => v1.database.db;
   v1.addHook('preHandler', requireSignature);
 
-  v1.get('/mod.php', { schema: v1Docs.listMods }, async (request) => (await listMods(db(), request.signedBy!)).map((row) => modStructure(config, row)));
+  v1.get('/mod.php', { schema: v1Docs.listMods }, async (request) =>
+    (await listMods(db(), request.signedBy!)).map((row) => modStructure(config, row)),
+  );
 
-  v1.get<{ Params: { ids: string }; Querystring: { action?: string } }>('/mod.php/:ids', { schema: v1Docs.getMods }, async (request) => {
-    const modIds = modIdsFrom(splitList(request.params.ids));
-    const { action } = request.query;
-    if (action !== undefined) {
-      if (action !== 'confirm') throw badRequest(`Unknown action "${action}"; the only action is confirm`);
-      if (modIds.length !== 1) throw badRequest('Confirm one mod at a time');
-      return confirm(request, modIds[0]!);
-    }
-    const rows = await listMods(db(), request.signedBy!, modIds);
-    if (rows.length === 0) throw notFound(modIds.length === 1 ? `You have not registered mod ${modIds[0]}` : 'None of these mods is registered by you');
-    const mods = rows.map((row) => modStructure(config, row));
-    return modIds.length === 1 ? mods[0] : mods;
-  });
+  v1.get<{ Params: { ids: string }; Querystring: { action?: string } }>(
+    '/mod.php/:ids',
+    { schema: v1Docs.getMods },
+    async (request) => {
+      const modIds = modIdsFrom(splitList(request.params.ids));
+      const { action } = request.query;
+      if (action !== undefined) {
+        if (action !== 'confirm') throw badRequest(`Unknown action "${action}"; the only action is confirm`);
+        if (modIds.length !== 1) throw badRequest('Confirm one mod at a time');
+        return confirm(request, modIds[0]!);
+      }
+      const rows = await listMods(db(), request.signedBy!, modIds);
+      if (rows.length === 0)
+        throw notFound(
+          modIds.length === 1 ? `You have not registered mod ${modIds[0]}` : 'None of these mods is registered by you',
+        );
+      const mods = rows.map((row) => modStructure(config, row));
+      return modIds.length === 1 ? mods[0] : mods;
+    },
+  );
 
   async function confirm(request: FastifyRequest, modId: string) {
     const userId = request.signedBy!;
@@ -81,10 +102,13 @@ export async function modRoutes(v1: FastifyInstance): Promise<void> {
       try {
         const page = await readWorkshop(config, modId);
         if (!page.description.toLowerCase().includes(registration.confirmation_code.toLowerCase())) {
-          throw preconditionFailed(`The confirmation code ${registration.confirmation_code} is not in the description of the mod's workshop page yet`, {
-            mod_id: modId,
-            confirmation_code: registration.confirmation_code,
-          });
+          throw preconditionFailed(
+            `The confirmation code ${registration.confirmation_code} is not in the description of the mod's workshop page yet`,
+            {
+              mod_id: modId,
+              confirmation_code: registration.confirmation_code,
+            },
+          );
         }
         await confirmMod(db(), userId, modId);
       } catch (error) {
@@ -131,18 +155,24 @@ export async function modRoutes(v1: FastifyInstance): Promise<void> {
     });
     return { deleted: modIds };
   };
-  v1.delete<{ Params: { ids: string } }>('/mod.php/:ids', { schema: v1Docs.deleteModsInPath }, (request) => remove(request.signedBy!, modIdsFrom(splitList(request.params.ids))));
-  v1.delete('/mod.php', { schema: v1Docs.deleteMods }, (request) => remove(request.signedBy!, modIdsFrom(readTextList(request))));
+  v1.delete<{ Params: { ids: string } }>('/mod.php/:ids', { schema: v1Docs.deleteModsInPath }, (request) =>
+    remove(request.signedBy!, modIdsFrom(splitList(request.params.ids))),
+  );
+  v1.delete('/mod.php', { schema: v1Docs.deleteMods }, (request) =>
+    remove(request.signedBy!, modIdsFrom(readTextList(request))),
+  );
 }
 
 function parseRegistration(item: unknown, index: number | undefined): Omit<NewRegistration, 'name'> {
   const where = index === undefined ? '' : ` (item ${index})`;
-  if (typeof item !== 'object' || item === null || Array.isArray(item)) throw badRequest(`Each mod must be an object with mod_id${where}`);
+  if (typeof item !== 'object' || item === null || Array.isArray(item))
+    throw badRequest(`Each mod must be an object with mod_id${where}`);
   const fields = item as Record<string, unknown>;
   const modId = parseModId(fields.mod_id);
   if (modId === undefined) throw badRequest(`${modIdProblem(fields.mod_id)}${where}`, { field: 'mod_id' });
   const pullUrl = fields.pull_url ?? null;
-  if (pullUrl !== null && !isHttpUrl(pullUrl)) throw badRequest(`pull_url must be an http(s) URL or null${where}`, { mod_id: modId });
+  if (pullUrl !== null && !isHttpUrl(pullUrl))
+    throw badRequest(`pull_url must be an http(s) URL or null${where}`, { mod_id: modId });
   return { modId, pullUrl: pullUrl as string | null };
 }
 
@@ -155,4 +185,3 @@ function isHttpUrl(value: unknown): value is string {
     return false;
   }
 }
-

@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { bumpContentVersion } from '../../db/content-versions.ts';
 import { lockKey, lockKeys } from '../../db/locks.ts';
-import type { ModsTable, Schema } from '../../db/schema.ts';
 import { reusableQuery } from '../../db/reusable-query.ts';
+import type { ModsTable, Schema } from '../../db/schema.ts';
 
 export type ModRow = Pick<ModsTable, 'mod_id' | 'name' | 'confirmed' | 'confirmation_code' | 'pull_url'>;
 
@@ -29,8 +29,9 @@ const columns = ['mod_id', 'name', 'confirmed', 'confirmation_code', 'pull_url']
 const modsOf = reusableQuery((db: Kysely<Schema>, { userId }: { userId: string }) =>
   db.selectFrom('mods').select(columns).where('user_id', '=', userId).orderBy('mod_id'),
 );
-const modsOfAmong = reusableQuery((db: Kysely<Schema>, { userId, modIds }: { userId: string; modIds: readonly string[] }) =>
-  db.selectFrom('mods').select(columns).where('user_id', '=', userId).where('mod_id', 'in', modIds).orderBy('mod_id'),
+const modsOfAmong = reusableQuery(
+  (db: Kysely<Schema>, { userId, modIds }: { userId: string; modIds: readonly string[] }) =>
+    db.selectFrom('mods').select(columns).where('user_id', '=', userId).where('mod_id', 'in', modIds).orderBy('mod_id'),
 );
 
 export async function listMods(db: Kysely<Schema>, userId: string, modIds?: readonly string[]): Promise<ModRow[]> {
@@ -40,7 +41,11 @@ export async function listMods(db: Kysely<Schema>, userId: string, modIds?: read
 }
 
 /** Mods of `modIds` that someone other than `userId` has confirmed. */
-export async function confirmedByOthers(db: Kysely<Schema>, userId: string, modIds: readonly string[]): Promise<string[]> {
+export async function confirmedByOthers(
+  db: Kysely<Schema>,
+  userId: string,
+  modIds: readonly string[],
+): Promise<string[]> {
   if (modIds.length === 0) return [];
   const rows = await db
     .selectFrom('mods')
@@ -56,16 +61,27 @@ export async function confirmedByOthers(db: Kysely<Schema>, userId: string, modI
 export const modLockKey = (modId: string) => `mod:${modId}`;
 
 /** Registers every mod or none. */
-export async function registerMods(db: Kysely<Schema>, userId: string, mods: readonly NewRegistration[]): Promise<ModRow[]> {
+export async function registerMods(
+  db: Kysely<Schema>,
+  userId: string,
+  mods: readonly NewRegistration[],
+): Promise<ModRow[]> {
   const now = Date.now();
   return db.transaction().execute(async (trx) => {
     // Every mod's lock at once, in a fixed order: one at a time in request order, two requests
     // naming the same mods in opposite orders would each wait for the other (a deadlock).
-    await lockKeys(trx, mods.map((mod) => modLockKey(mod.modId)));
+    await lockKeys(
+      trx,
+      mods.map((mod) => modLockKey(mod.modId)),
+    );
     const created: ModRow[] = [];
     for (const mod of mods) {
       if ((await confirmedByOthers(trx, userId, [mod.modId])).length > 0) {
-        throw new ModRuleError(mod.modId, 'confirmedByAnother', `Mod ${mod.modId} is already confirmed by another user`);
+        throw new ModRuleError(
+          mod.modId,
+          'confirmedByAnother',
+          `Mod ${mod.modId} is already confirmed by another user`,
+        );
       }
       const row = await trx
         .insertInto('mods')
@@ -106,8 +122,14 @@ export async function confirmMod(db: Kysely<Schema>, userId: string, modId: stri
       .where('mod_id', '=', modId)
       .where('user_id', '=', userId)
       .executeTakeFirst();
-    if (updated.numUpdatedRows === 0n) throw new ModRuleError(modId, 'notRegistered', `You have not registered mod ${modId}`);
-    await trx.deleteFrom('mods').where('mod_id', '=', modId).where('user_id', '<>', userId).where('confirmed', '=', 0).execute();
+    if (updated.numUpdatedRows === 0n)
+      throw new ModRuleError(modId, 'notRegistered', `You have not registered mod ${modId}`);
+    await trx
+      .deleteFrom('mods')
+      .where('mod_id', '=', modId)
+      .where('user_id', '<>', userId)
+      .where('confirmed', '=', 0)
+      .execute();
     await bumpContentVersion(trx, 'engrams');
   });
 }
@@ -120,7 +142,8 @@ export async function deleteMods(db: Kysely<Schema>, userId: string, modIds: rea
     await lockKeys(trx, modIds.map(modLockKey));
     const held = new Set((await listMods(trx, userId, modIds)).map((row) => row.mod_id));
     const missing = modIds.find((modId) => !held.has(modId));
-    if (missing !== undefined) throw new ModRuleError(missing, 'notRegistered', `You have not registered mod ${missing}`);
+    if (missing !== undefined)
+      throw new ModRuleError(missing, 'notRegistered', `You have not registered mod ${missing}`);
     await trx.deleteFrom('mods').where('user_id', '=', userId).where('mod_id', 'in', modIds).execute();
     await bumpContentVersion(trx, 'engrams');
   });

@@ -2,7 +2,7 @@ import { isUuid, normalizeUuid } from '../../http/uuid.ts';
 import { AccessDenied, AuthorizationPending, ExpiredToken, InvalidGrant, SlowDown } from '../errors.ts';
 import { verifierMatches } from '../pkce.ts';
 import { createSession, type IssuedTokens } from '../sessions.ts';
-import { required, type GrantContext } from './context.ts';
+import { type GrantContext, required } from './context.ts';
 
 /** Seconds added to a device request's polling interval each time it polls too soon. */
 const SLOW_DOWN_STEP = 5;
@@ -12,15 +12,21 @@ export async function deviceCodeGrant({ db, params, client, now }: GrantContext)
   const deviceCode = required(params, 'device_code');
   const verifier = required(params, 'code_verifier');
   const request = isUuid(deviceCode)
-    ? await db.selectFrom('device_authorizations').selectAll().where('device_code', '=', normalizeUuid(deviceCode)).executeTakeFirst()
+    ? await db
+        .selectFrom('device_authorizations')
+        .selectAll()
+        .where('device_code', '=', normalizeUuid(deviceCode))
+        .executeTakeFirst()
     : undefined;
   if (!request || request.client_id !== client.clientId) throw new InvalidGrant('Unknown device code');
-  if (!verifierMatches(verifier, request.code_challenge)) throw new InvalidGrant('code_verifier does not match the code_challenge');
+  if (!verifierMatches(verifier, request.code_challenge))
+    throw new InvalidGrant('code_verifier does not match the code_challenge');
   if (request.status === 'consumed') throw new InvalidGrant('This device code was already exchanged for tokens');
   if (request.expires_at <= now) throw new ExpiredToken();
   if (request.status === 'denied') throw new AccessDenied('The user denied the request');
   if (request.status === 'pending') {
-    const polledTooSoon = request.last_polled_at !== null && now - request.last_polled_at < request.interval_seconds * 1000;
+    const polledTooSoon =
+      request.last_polled_at !== null && now - request.last_polled_at < request.interval_seconds * 1000;
     const interval = polledTooSoon ? request.interval_seconds + SLOW_DOWN_STEP : request.interval_seconds;
     await db
       .updateTable('device_authorizations')
@@ -36,7 +42,8 @@ export async function deviceCodeGrant({ db, params, client, now }: GrantContext)
       .where('device_code', '=', request.device_code)
       .where('status', '=', 'approved')
       .executeTakeFirst();
-    if (claimed.numUpdatedRows === 0n || request.user_id === null) throw new InvalidGrant('This device code was already exchanged for tokens');
+    if (claimed.numUpdatedRows === 0n || request.user_id === null)
+      throw new InvalidGrant('This device code was already exchanged for tokens');
     return createSession(trx, { userId: request.user_id, clientId: client.clientId, scope: request.scope }, now);
   });
 }

@@ -40,7 +40,10 @@ function show(box, message) {
 
 /** A browser dialog the user closed, or a request another one replaced: nothing to report. */
 function cancelled(error) {
-  return error && (error.name === 'AbortError' || error.name === 'NotAllowedError' || error.code === 'ERROR_CEREMONY_ABORTED');
+  return (
+    error &&
+    (error.name === 'AbortError' || error.name === 'NotAllowedError' || error.code === 'ERROR_CEREMONY_ABORTED')
+  );
 }
 
 function signInPage(box) {
