@@ -104,7 +104,7 @@ export function parseSecretsKey(text: string, source: string): Buffer {
   const key = /^[A-Za-z0-9+/_-]{43}=?$/.test(trimmed)
     ? Buffer.from(trimmed.replace(/-/g, '+').replace(/_/g, '/'), 'base64')
     : undefined;
-  if (!key || key.length !== 32)
+  if (key?.length !== 32)
     throw new ConfigError(`${source} must be 32 random bytes in base64 (e.g. the output of: openssl rand -base64 32)`);
   return key;
 }

@@ -18,8 +18,8 @@ const LOG_BATCH_CHARS = 4096;
 const LOG_FLUSH_MS = 250;
 
 async function main(): Promise<void> {
-  let config;
-  let secretsKey;
+  let config: Config;
+  let secretsKey: ReturnType<typeof loadSecretsKey>;
   try {
     config = loadConfig();
     secretsKey = loadSecretsKey(config);

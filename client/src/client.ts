@@ -341,6 +341,7 @@ function requestSettings(options: ClientOptions, issuer: URL) {
   const insecure = options.allowInsecureRequests ?? (issuer.protocol === 'http:' && isLoopback(issuer));
   return {
     ...(insecure && { [oauth.allowInsecureRequests]: true as const }),
+    // biome-ignore lint/suspicious/noExplicitAny: oauth4webapi's customFetch takes the platform's RequestInit
     ...(options.fetch && { [oauth.customFetch]: options.fetch as (url: string, init: any) => Promise<Response> }),
   };
 }

@@ -37,7 +37,7 @@ export class ContentServiceError extends Error {
 /** The error of a non-2xx answer of the service (body {code, message, details} or an OAuth error). */
 export async function errorFromResponse(response: Response): Promise<ContentServiceError> {
   const text = await response.text().catch(() => '');
-  let body: any;
+  let body: Record<string, unknown> | undefined;
   try {
     body = JSON.parse(text);
   } catch {
@@ -101,7 +101,7 @@ export function fromOAuthFailure(failure: unknown): ContentServiceError {
     return new ContentServiceError({
       status: 0,
       code: 'networkError',
-      message: `The service could not be reached: ${String((failure as any).cause?.message ?? failure.message)}`,
+      message: `The service could not be reached: ${String((failure as { cause?: { message?: unknown } }).cause?.message ?? failure.message)}`,
       cause: failure,
     });
   }

@@ -4,7 +4,7 @@
  * (passkey_added, passkey_removed). Removing the account's last way to sign in (no password and no
  * other passkey) is refused.
  */
-import type { RegistrationResponseJSON } from '@simplewebauthn/server';
+import type { RegistrationResponseJSON, WebAuthnCredential } from '@simplewebauthn/server';
 import type { Kysely } from 'kysely';
 import { isUniqueViolation } from '../db/errors.ts';
 import type { Schema } from '../db/schema.ts';
@@ -124,7 +124,7 @@ export async function addPasskey(
   ) {
     return refused('This request has expired or was already used. Try again.', 409);
   }
-  let credential;
+  let credential: WebAuthnCredential;
   try {
     const verified = await verifyRegistrationResponse({
       response,

@@ -101,7 +101,7 @@ export async function findByLink(
   if (!/^[A-Za-z0-9_-]{43}$/.test(linkToken)) return undefined;
   const hash = hashSecret(linkToken);
   const row = await db.selectFrom('verification_requests').selectAll().where('link_hash', '=', hash).executeTakeFirst();
-  if (!row || row.stage !== 'sent' || row.expires_at <= now || !sameHash(row.link_hash, hash)) return undefined;
+  if (row?.stage !== 'sent' || row.expires_at <= now || !sameHash(row.link_hash, hash)) return undefined;
   return row as VerificationRequest;
 }
 

@@ -230,8 +230,10 @@ function forgetStatementNames(): void {
 
 function preparedStatement(text: string): string {
   let name = statementNames.get(text);
-  if (name === undefined)
-    statementNames.set(text, (name = `r${generation}_${createHash('sha1').update(text).digest('base64url')}`));
+  if (name === undefined) {
+    name = `r${generation}_${createHash('sha1').update(text).digest('base64url')}`;
+    statementNames.set(text, name);
+  }
   return name;
 }
 

@@ -31,6 +31,7 @@ const migrations: Record<string, Migration> = {
 };
 
 /** Brings the schema up to date; safe to run on every start and from several instances at once. */
+// biome-ignore lint/suspicious/noExplicitAny: migrations run against every past schema, not today's Schema type
 export async function migrateToLatest(db: Kysely<any>): Promise<void> {
   // Kysely looks for its migration tables in every schema it can see, so another schema of the same
   // PostgreSQL database holding them would be taken for ours: name the schema we work in.

@@ -109,7 +109,10 @@ export function reusableQuery<P extends Params, R, F = undefined>(
       } else shape += `${name},`;
     }
     let byShape = templates.get(dialect);
-    if (!byShape) templates.set(dialect, (byShape = new Map()));
+    if (!byShape) {
+      byShape = new Map();
+      templates.set(dialect, byShape);
+    }
     let found = byShape.get(shape);
     if (found) return found;
 

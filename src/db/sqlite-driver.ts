@@ -1,6 +1,6 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import {
-  CompiledQuery,
+  type CompiledQuery,
   type DatabaseConnection,
   type Dialect,
   type Driver,
@@ -210,6 +210,7 @@ export interface SqliteConnections {
   afterWrite?: () => void;
 }
 
+// biome-ignore lint/suspicious/noExplicitAny: Kysely's driver interface types rows as any
 function run(statements: StatementCache, { sql, parameters }: CompiledQuery): QueryResult<any> {
   const statement = statements.prepare(sql);
   if (statement.reader) return { rows: statement.all(parameters as unknown[]) };
@@ -265,7 +266,8 @@ class Connection implements DatabaseConnection {
     return result;
   }
 
-  async *streamQuery(): AsyncIterableIterator<QueryResult<any>> {
+  // biome-ignore lint/suspicious/noExplicitAny: Kysely's driver interface types rows as any
+  streamQuery(): AsyncIterableIterator<QueryResult<any>> {
     throw new Error('streaming is not used with SQLite here');
   }
 }
@@ -356,6 +358,7 @@ export class SqliteConnectionsDialect implements Dialect {
   createAdapter() {
     return new SqliteAdapter();
   }
+  // biome-ignore lint/suspicious/noExplicitAny: Kysely's dialect interface takes Kysely<any>
   createIntrospector(db: Kysely<any>) {
     return new SqliteIntrospector(db);
   }

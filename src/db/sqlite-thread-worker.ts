@@ -42,11 +42,12 @@ let autocheckpoint = 1000;
 /** The statements of the bulk writes are a small set of texts (a few row counts per column list). */
 const statements = new Map<string, BetterSqlite3.Statement>();
 function prepare(text: string): BetterSqlite3.Statement {
-  let statement = statements.get(text);
+  const statement = statements.get(text);
   if (statement) return statement;
   if (statements.size >= 200) statements.clear();
-  statements.set(text, (statement = db.prepare(text)));
-  return statement;
+  const prepared = db.prepare(text);
+  statements.set(text, prepared);
+  return prepared;
 }
 
 /** True when written, false when one of `unless` answered a row (nothing written). */
@@ -98,8 +99,10 @@ port.on('message', (request: ThreadRequest) => {
   }
   let reply: BatchReply;
   try {
-    if (request.autocheckpoint !== autocheckpoint)
-      db.pragma(`wal_autocheckpoint = ${(autocheckpoint = request.autocheckpoint)}`);
+    if (request.autocheckpoint !== autocheckpoint) {
+      autocheckpoint = request.autocheckpoint;
+      db.pragma(`wal_autocheckpoint = ${autocheckpoint}`);
+    }
     reply = { id: request.id, written: write(request.statements, request.unless) };
   } catch (error) {
     const { code, message } = error as { code?: unknown; message?: unknown };

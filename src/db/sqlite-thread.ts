@@ -92,7 +92,13 @@ export class SqliteThread {
     // waits for the lock or the thread's turn.
     let run = this.#run;
     if (!run || (run.holding && (this.connections.lock.wanted || this.#turn.wanted))) {
-      const next = { batches: 0, holding: false, ready: this.#acquire().then(() => void (next.holding = true)) };
+      const next = {
+        batches: 0,
+        holding: false,
+        ready: this.#acquire().then(() => {
+          next.holding = true;
+        }),
+      };
       this.#run = run = next;
     }
     run.batches++;

@@ -30,7 +30,10 @@ class MemoryStore implements CounterStore {
     const now = Date.now();
     this.sweep(now);
     let entry = this.counts.get(key);
-    if (!entry || entry.resetAt <= now) this.counts.set(key, (entry = { count: 0, resetAt: now + windowMs }));
+    if (!entry || entry.resetAt <= now) {
+      entry = { count: 0, resetAt: now + windowMs };
+      this.counts.set(key, entry);
+    }
     entry.count += 1;
     const counted = entry;
     const takeBack = async () => {

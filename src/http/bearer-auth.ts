@@ -135,9 +135,13 @@ export function requireScopes(...scopes: string[]) {
     try {
       granted = request.auth.scopes;
     } catch (error) {
-      return done(error as Error);
+      done(error as Error);
+      return;
     }
-    if (scopes.every((scope) => granted.has(scope))) return done();
+    if (scopes.every((scope) => granted.has(scope))) {
+      done();
+      return;
+    }
     const missing = scopes.filter((scope) => !granted.has(scope));
     done(
       new ApiError(403, `This needs the scope ${missing.join(' ')}`, {

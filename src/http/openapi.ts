@@ -19,6 +19,7 @@ const V1_SIGNATURE = [
  * `x-document-body`; see src/legacy/openapi.ts): here they become the document's parameters and
  * request body.
  */
+// biome-ignore lint/suspicious/noExplicitAny: a JSON Schema of any shape, walked by key
 function documentOnly(schema: Record<string, any>): Record<string, any> {
   const { 'x-document-query': query, 'x-document-body': body, ...rest } = schema ?? {};
   return { ...rest, ...(query ? { querystring: query } : {}), ...(body ? { body } : {}) };

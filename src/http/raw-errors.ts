@@ -103,7 +103,7 @@ function mayHaveBody(error: { code?: string; rawPacket?: unknown }): boolean {
 }
 
 /** Node's connect event: this server is no proxy, so CONNECT is 405 (Node would drop the connection). */
-export function answerConnect(request: IncomingMessage, socket: Duplex): void {
+export function answerConnect(_request: IncomingMessage, socket: Duplex): void {
   const apiError = new ApiError(405, 'CONNECT is not supported: this server is not a proxy');
   const body = JSON.stringify(apiError.toBody());
   socket.end(`HTTP/1.1 405 Method Not Allowed\r\n${headerLines(randomUUID(), apiError, body)}\r\n\r\n${body}`);

@@ -1,6 +1,7 @@
 import { type FastifyBaseLogger, type FastifyReply, type FastifyRequest, LogController } from 'fastify';
 import { type Logger, symbols } from 'pino';
 
+// biome-ignore lint/suspicious/noExplicitAny: pino's internal fields, untyped by pino
 type PinoInternals = Record<symbol, any>;
 /** Declared by pino at run time, not in its types. */
 const msgPrefixSym = (symbols as unknown as Record<string, symbol>).msgPrefixSym!;
@@ -98,13 +99,17 @@ export function censorSecrets(object: Record<string, unknown>): Record<string, u
   if (!mayHoldSecrets(object)) return object;
   let censored: Record<string, unknown> | undefined;
   for (const key of SECRET_KEYS) {
-    if (key in object) (censored ??= { ...object })[key] = '[redacted]';
+    if (key in object) {
+      censored ??= { ...object };
+      censored[key] = '[redacted]';
+    }
   }
   const headers = object.headers;
   if (headers && typeof headers === 'object' && SECRET_HEADERS.some((name) => name in headers)) {
     const copy: Record<string, unknown> = { ...headers };
     for (const name of SECRET_HEADERS) if (name in copy) copy[name] = '[redacted]';
-    (censored ??= { ...object }).headers = copy;
+    censored ??= { ...object };
+    censored.headers = copy;
   }
   return censored ?? object;
 }

@@ -44,10 +44,15 @@ export function convertsToItself(schema: unknown): boolean {
  * `ids`), a value that already passes is answered as is; anything else, or a value that fails,
  * goes through TypeBoxValidatorCompiler exactly as before (conversion, then the same errors).
  */
+// biome-ignore lint/suspicious/noExplicitAny: Fastify's compiler type is generic over every route schema
 export const validatorCompiler: FastifySchemaCompiler<any> = (route) => {
   if (route.httpPart === 'body' || !convertsToItself(route.schema)) return TypeBoxValidatorCompiler(route);
   const check = Compile(route.schema);
   // Compiled when first needed: most of these routes never see an invalid value.
   let standard: ReturnType<typeof TypeBoxValidatorCompiler> | undefined;
-  return (value: unknown) => (check.Check(value) ? { value } : (standard ??= TypeBoxValidatorCompiler(route))(value));
+  return (value: unknown) => {
+    if (check.Check(value)) return { value };
+    standard ??= TypeBoxValidatorCompiler(route);
+    return standard(value);
+  };
 };

@@ -58,10 +58,9 @@ export function renderMail<Kind extends MailKind>(
     });
   return {
     subject,
-    text:
-      render('text')
-        .replace(/\n{3,}/g, '\n\n')
-        .trim() + '\n',
+    text: `${render('text')
+      .replace(/\n{3,}/g, '\n\n')
+      .trim()}\n`,
     html: render('html'),
   };
 }

@@ -44,6 +44,7 @@ export function classQueries(definition: ClassDefinition, kind: Dialect) {
   const mayBeUnused = CALLER_PARAMS;
   const table = definition.table;
   const { visible, changeable: changeableRows } = definition;
+  // biome-ignore lint/complexity/noBannedTypes: Kysely's own type of a query that selects no column yet
   const visibleRows = (db: Kysely<Schema>, caller: FilterCaller): SelectQueryBuilder<ClassTables, string, {}> => {
     const query = onClassTable(db).selectFrom(table);
     return visible ? query.where((eb) => visible(eb, caller)) : query;

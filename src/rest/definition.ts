@@ -26,6 +26,7 @@ export interface FilterCaller {
 }
 
 /** A row condition, e.g. "owned by the caller". */
+// biome-ignore lint/suspicious/noExplicitAny: a filter applies to any class's table; each class checks its own columns
 export type RowFilter = (eb: ExpressionBuilder<any, any>, caller: FilterCaller) => Expression<SqlBool>;
 
 export interface PropertyDefinition<Column extends string = string> {
@@ -41,13 +42,16 @@ export interface PropertyDefinition<Column extends string = string> {
   /** The column value of a new instance that does not give the property. */
   default?: (caller: Caller) => unknown;
   /** Turns a written JSON value into the column value; may throw an ApiError (400). */
+  // biome-ignore lint/suspicious/noExplicitAny: each property declares its own value type; any keeps the declarations bivariant
   fromJson?: (value: any) => unknown;
   /** Turns the column value into the JSON value; `row` holds the instance's other columns. */
+  // biome-ignore lint/suspicious/noExplicitAny: each property declares its own value type; any keeps the declarations bivariant
   toJson?: (value: any, row: Row) => unknown;
   /**
    * The JSON text of the property, from the column value: exactly what the response schema's
    * serializer writes for toJson(value). Optional; long answers write it directly (json-writer.ts).
    */
+  // biome-ignore lint/suspicious/noExplicitAny: each property declares its own value type; any keeps the declarations bivariant
   toJsonText?: (value: any) => string;
   /** Shown only to callers holding this scope. */
   readScope?: string;

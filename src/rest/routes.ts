@@ -77,6 +77,7 @@ export function classRoutes(definition: ClassDefinition) {
           sortDirection = 'ascending',
           sortedColumn = definition.defaultSort,
           ...filters
+          // biome-ignore lint/suspicious/noExplicitAny: the query string was validated against the class's schema
         } = request.query as Record<string, any>;
         const { total, rows } = await store.list(request.auth, {
           pageSize,

@@ -57,7 +57,7 @@ type SectionErrors = Partial<
   Record<'sessions' | 'devices' | 'password' | 'twoStep' | 'backupCodes' | 'passkeys' | 'email', string>
 >;
 
-const formatTime = (ms: number) => new Date(ms).toISOString().slice(0, 16).replace('T', ' ') + ' UTC';
+const formatTime = (ms: number) => `${new Date(ms).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
 
 /**
  * The account page (DESIGN "Account page"): the signed-in user's applications (sessions),

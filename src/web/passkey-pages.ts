@@ -37,7 +37,10 @@ const BODY_LIMIT = 64 * 1024;
 const relyingParties = new WeakMap<FastifyInstance['config'], RelyingPartyCheck>();
 export function relyingPartyOf(web: FastifyInstance): RelyingPartyCheck {
   let check = relyingParties.get(web.config);
-  if (!check) relyingParties.set(web.config, (check = relyingPartyFor(web.config.baseUrl)));
+  if (!check) {
+    check = relyingPartyFor(web.config.baseUrl);
+    relyingParties.set(web.config, check);
+  }
   return check;
 }
 
@@ -49,7 +52,7 @@ export function passkeySignInView(
   return relyingPartyOf(web).ok ? { passkey: { optionsUrl: '/passkeys/sign-in-options', verifyUrl } } : {};
 }
 
-const formatTime = (ms: number) => new Date(ms).toISOString().slice(0, 16).replace('T', ' ') + ' UTC';
+const formatTime = (ms: number) => `${new Date(ms).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
 
 /** The account page's passkey section (templates/passkeys.eta). */
 export async function passkeySectionView(web: FastifyInstance, userId: string, session: WebSession) {

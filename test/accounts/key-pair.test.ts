@@ -208,7 +208,7 @@ describe('accounts made before key pairs', () => {
     const second = await startServer({ database });
     try {
       const deadline = Date.now() + 20_000;
-      let rows;
+      let rows: { user_id: string; public_key: string | null; private_key: string | null }[];
       do {
         await new Promise((resolve) => setTimeout(resolve, 100));
         rows = await db

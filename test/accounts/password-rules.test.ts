@@ -65,9 +65,10 @@ describe('passwordRefusal', () => {
   test('many checks at once all get their own answer', async () => {
     const passwords = Array.from({ length: 20 }, (_, i) => (i % 2 ? `password${i}` : `kettle violet sunrise ${i}`));
     const answers = await Promise.all(passwords.map((password) => passwordRefusal(password)));
-    answers.forEach((answer, i) =>
-      i % 2 ? assert.ok(answer, passwords[i]) : assert.equal(answer, undefined, passwords[i]),
-    );
+    for (const [i, answer] of answers.entries()) {
+      if (i % 2) assert.ok(answer, passwords[i]);
+      else assert.equal(answer, undefined, passwords[i]);
+    }
   });
 });
 

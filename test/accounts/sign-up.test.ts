@@ -285,9 +285,9 @@ describe('sign-up', () => {
     assert.equal(entered.status, 303);
     const tries: Array<[string, RegExp, number]> = [
       [owner.toUpperCase(), /taken/, 409],
-      ['аdmin' + names, /other alphabets/, 400], // Cyrillic а
-      ['ｐａｕｌ' + names, /fullwidth.*did you mean "paul/, 400],
-      ['jos\u00e9' + names, /accented/, 400],
+      [`аdmin${names}`, /other alphabets/, 400], // Cyrillic а
+      [`ｐａｕｌ${names}`, /fullwidth.*did you mean "paul/, 400],
+      [`jos\u00e9${names}`, /accented/, 400],
       ['ab', /3 to 32/, 400],
     ];
     for (const [username, reason, status] of tries) {

@@ -70,7 +70,7 @@ describe('self-service accounts in a real browser', () => {
       assert.equal((await click(page, 'Create the account')).status(), 303);
       await page.getByRole('heading', { name: 'Your account' }).waitFor();
       assert.equal(new URL(page.url()).pathname, '/account');
-      assert.match(await page.locator('body').innerText(), new RegExp(username));
+      assert.match((await page.locator('body').textContent()) ?? '', new RegExp(username));
       await checkLayoutAndCapture(page, 'account-with-email');
 
       const welcome = await inbox.next(email);

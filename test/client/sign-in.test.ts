@@ -75,7 +75,11 @@ describe('device flow', () => {
     const { client, account } = await newClient(server);
     let approval: Promise<void> | undefined;
     const failure = await client
-      .signInWithDevice({ onCode: (code) => void (approval = approveOnDevicePage(code, account, 'Deny')) })
+      .signInWithDevice({
+        onCode: (code) => {
+          approval = approveOnDevicePage(code, account, 'Deny');
+        },
+      })
       .catch((error) => error);
     await approval;
     assert.ok(failure instanceof ContentServiceError, String(failure));
@@ -124,7 +128,11 @@ describe('device flow', () => {
       return response;
     };
     const { client, account } = await newClient(server, { fetch: slowing });
-    await client.signInWithDevice({ onCode: (shown) => void (code = shown) });
+    await client.signInWithDevice({
+      onCode: (shown) => {
+        code = shown;
+      },
+    });
     await approval;
     assert.equal(answers[0], 'slow_down');
     assert.equal(answers.at(-1), 'tokens');

@@ -131,7 +131,7 @@ describe('NUL characters are refused before they reach the database', () => {
     assert.match(inValue.body.message, /\(at \/1\/title\)$/, inValue.text);
     const inKey = await server.request('POST', '/v4/projects', {
       headers: bearer(),
-      body: [{ title: 'fine', extra: { ['k\u0000ey']: 1 } }],
+      body: [{ title: 'fine', extra: { 'k\u0000ey': 1 } }],
     });
     assertApiError(inKey, 400);
     assert.match(inKey.body.message, /\(at \/0\/extra\/k\\0ey\)$/, inKey.text);

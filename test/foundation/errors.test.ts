@@ -219,7 +219,7 @@ describe('request bodies the server cannot read', () => {
 
   test('a body of exactly 1 MiB is read (not 413)', async () => {
     const prefix = '{"user_id":"not-a-uuid","public_key":"';
-    const body = prefix + 'a'.repeat(MIB - prefix.length - 2) + '"}';
+    const body = `${prefix + 'a'.repeat(MIB - prefix.length - 2)}"}`;
     assert.equal(Buffer.byteLength(body), MIB);
     const reply = await server.request('POST', '/v1/user.php', {
       headers: { 'content-type': 'application/json' },

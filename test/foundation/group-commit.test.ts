@@ -34,9 +34,15 @@ test('transactions of one turn commit together; each is durable when its commit 
       });
     const seen: string[][] = [];
     const results = await Promise.allSettled([
-      write('a').then(async (name) => (seen.push(await names()), name)),
+      write('a').then(async (name) => {
+        seen.push(await names());
+        return name;
+      }),
       write('b', true),
-      write('c').then(async (name) => (seen.push(await names()), name)),
+      write('c').then(async (name) => {
+        seen.push(await names());
+        return name;
+      }),
       db
         .insertInto('content_versions')
         .values({ name: 'lone', version: 2 })

@@ -187,7 +187,7 @@ describe('the server process', { concurrency: true }, () => {
 
     before(async () => {
       database = await freshDatabase();
-      workshop = createServer((request, response) => {
+      workshop = createServer((_request, response) => {
         onLookup();
         setTimeout(() => {
           response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(

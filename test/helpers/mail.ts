@@ -106,7 +106,11 @@ export async function startMailbox(): Promise<Mailbox> {
             `no message to ${to} within ${timeoutMs} ms (received: ${received.map((m) => `${m.to.join(',')}: ${m.subject}`).join('; ') || 'none'})`,
           );
         await new Promise<void>((resolve) => {
-          const wake = () => (waiters.delete(wake), clearTimeout(timer), resolve());
+          const wake = () => {
+            waiters.delete(wake);
+            clearTimeout(timer);
+            resolve();
+          };
           const timer = setTimeout(wake, left);
           waiters.add(wake);
         });

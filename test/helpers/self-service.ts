@@ -35,7 +35,7 @@ export function hiddenFields(html: string, actionPattern: RegExp): Record<string
     actionPattern.test(action!),
   );
   const fields: Record<string, string> = {};
-  for (const [, name, value] of form?.[2]!.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g) ?? []) {
+  for (const [, name, value] of (form?.[2] ?? '').matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) {
     if (name !== '_csrf')
       fields[name!] = value!
         .replace(/&amp;/g, '&')

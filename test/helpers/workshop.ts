@@ -51,17 +51,17 @@ export class FakeWorkshop {
   }
 }
 
-const escape = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+const escapeHtml = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 
 function page(item: FakeItem): string {
   const app = item.appId ?? '346110';
-  return `<!DOCTYPE html><html><head><title>Steam Workshop::${escape(item.name)}</title></head><body>
+  return `<!DOCTYPE html><html><head><title>Steam Workshop::${escapeHtml(item.name)}</title></head><body>
 <div class="breadcrumbs">
   <a href="https://steamcommunity.com/app/${app}">Game ${app}</a>&nbsp;&gt;&nbsp;
   <a href="https://steamcommunity.com/app/${app}/workshop/">Workshop</a>&nbsp;&gt;&nbsp;
   <a href="https://steamcommunity.com/id/someone/myworkshopfiles/?appid=${app}">Someone's Workshop</a>
 </div>
-<div class="workshopItemTitle">${escape(item.name)}</div>
-<div class="workshopItemDescription" id="highlightContent">${escape(item.description ?? '')}</div>
+<div class="workshopItemTitle">${escapeHtml(item.name)}</div>
+<div class="workshopItemDescription" id="highlightContent">${escapeHtml(item.description ?? '')}</div>
 </body></html>`;
 }

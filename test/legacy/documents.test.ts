@@ -99,7 +99,10 @@ describe('splitJsonArray', () => {
 
   test('agrees with JSON.parse on generated values in several layouts', () => {
     let seed = 42;
-    const random = () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;
+    const random = () => {
+      seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+      return seed / 2 ** 31;
+    };
     const strings = ['', ',', ']', '}', '"', '\\', '\\"', 'a\nb', 'é', '😀', '\u2028', '[{,}]'];
     const value = (depth: number): unknown => {
       const kind = Math.floor(random() * (depth > 3 ? 4 : 6));

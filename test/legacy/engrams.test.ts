@@ -796,7 +796,7 @@ describe('updating engrams', () => {
     assert.equal(updated.uid, original.uid);
     assert.equal(updated.path, respelled);
     assert.equal(updated.spawn, `cheat giveitem "Blueprint'${respelled}'" 1 0 false`);
-    assert.equal(updated.class, respelled.slice(respelled.lastIndexOf('.') + 1) + '_C');
+    assert.equal(updated.class, `${respelled.slice(respelled.lastIndexOf('.') + 1)}_C`);
     assert.deepEqual(await listOfMod(server, modId), [updated]);
   });
 

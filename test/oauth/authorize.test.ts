@@ -15,7 +15,6 @@ import {
   newApp,
   pkcePair,
   REDIRECT_URI,
-  tokenRequest,
   tokensThroughPages,
 } from '../helpers/oauth.ts';
 import { type Reply, startServer, TEST_HOST, type TestServer } from '../helpers/server.ts';

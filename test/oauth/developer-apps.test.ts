@@ -35,8 +35,8 @@ const onTestServer = (url: string) => url.replace(ISSUER, '');
 /** The text of the element with this id on a page (HTML-unescaped). */
 function elementText(html: string, id: string): string | undefined {
   const match = new RegExp(`id="${id}"[^>]*>([^<]*)<`).exec(html);
-  return match?.[1]!
-    .replace(/&amp;/g, '&')
+  return match?.[1]
+    ?.replace(/&amp;/g, '&')
     .replace(/&lt;/g, '<')
     .replace(/&gt;/g, '>')
     .replace(/&quot;/g, '"')

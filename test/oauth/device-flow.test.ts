@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { assertOAuthError, FormClient, newAccount, newApp, pkcePair, tokenRequest } from '../helpers/oauth.ts';
-import { type Reply, startServer, TEST_HOST, type TestServer } from '../helpers/server.ts';
+import { startServer, TEST_HOST, type TestServer } from '../helpers/server.ts';
 
 const ALPHABET = '23456789ABCDEFGHJKLMNPRSTUVWXYZ';
 const USER_CODE = new RegExp(`^[${ALPHABET}]{4}-[${ALPHABET}]{4}$`);

@@ -443,10 +443,10 @@ describe('cookies with an http BASE_URL', () => {
 
 /** Statuses of replies, counted: { 401: 10, 429: 30 }. */
 const tally = (replies: Array<{ status: number }>) =>
-  replies.reduce<Record<number, number>>(
-    (counts, { status }) => ({ ...counts, [status]: (counts[status] ?? 0) + 1 }),
-    {},
-  );
+  replies.reduce<Record<number, number>>((counts, { status }) => {
+    counts[status] = (counts[status] ?? 0) + 1;
+    return counts;
+  }, {});
 
 /** An address of TEST-NET-3 for request number `i` (X-Forwarded-For behind TRUST_PROXY). */
 const address = (i: number) => ({ 'x-forwarded-for': `203.0.113.${i % 250}` });

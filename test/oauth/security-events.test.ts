@@ -302,7 +302,7 @@ describe('security events', () => {
       ...(/id="backup-codes"[^>]*>([\s\S]*?)<\/ul>/.exec(page.text)?.[1] ?? '').matchAll(/<code>([^<]+)<\/code>/g),
     ].map((m) => m[1]!);
     assert.equal(backupCodes.length, 10);
-    backupCodes.forEach((code, i) => remember(`backup code ${i}`, code));
+    for (const [i, code] of backupCodes.entries()) remember(`backup code ${i}`, code);
     assert.equal(
       (await browser.submitOn(page.text, { code: backupCodes[0]!, backup_codes: 'new' }, /backup-codes$/)).status,
       303,

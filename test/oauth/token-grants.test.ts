@@ -17,7 +17,7 @@ import {
   REDIRECT_URI,
   tokenRequest,
 } from '../helpers/oauth.ts';
-import { type Reply, startServer, type TestServer } from '../helpers/server.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
 
 /** RFC 7636 appendix B. */
 const RFC_VERIFIER = 'dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk';

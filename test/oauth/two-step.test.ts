@@ -108,10 +108,10 @@ function wrongCodes(secret: string, count: number): string[] {
 
 /** Statuses of replies, counted: { 401: 10, 429: 5 }. */
 const tally = (replies: Array<{ status: number }>) =>
-  replies.reduce<Record<number, number>>(
-    (counts, { status }) => ({ ...counts, [status]: (counts[status] ?? 0) + 1 }),
-    {},
-  );
+  replies.reduce<Record<number, number>>((counts, { status }) => {
+    counts[status] = (counts[status] ?? 0) + 1;
+    return counts;
+  }, {});
 
 /** Runs the admin CLI against `databaseUrl`. */
 function admin(databaseUrl: string, ...args: string[]): Promise<{ code: number; stderr: string }> {

@@ -135,7 +135,12 @@ function start(env: Record<string, string>): Promise<{ code: number | null; outp
   child.stdout.on('data', (chunk) => (output += chunk));
   child.stderr.on('data', (chunk) => (output += chunk));
   const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-  return new Promise((done) => child.on('exit', (code) => (clearTimeout(timer), done({ code, output }))));
+  return new Promise((done) =>
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      done({ code, output });
+    }),
+  );
 }
 
 describe('the server process', { concurrency: true }, () => {

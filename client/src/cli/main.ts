@@ -102,7 +102,7 @@ function program(io: Io): Command {
         );
         io.out('\nWaiting for you to approve the sign-in…\n');
       };
-      let result;
+      let result: Awaited<ReturnType<typeof client.signInWithDevice>>;
       try {
         result = await client.signInWithDevice({ scope: options.scope ?? DEFAULT_SCOPE, onCode: showCode });
       } catch (error) {

@@ -1,5 +1,4 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import type { Config } from '../../config.ts';
 import { encodingChooser, noneMatchHits } from '../../http/conditional.ts';
 import { badRequest, forbidden, notFound } from '../../http/errors.ts';
 import { requireSignature } from '../authenticate.ts';
