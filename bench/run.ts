@@ -633,7 +633,7 @@ process.stdout.write(`\n${report}`);
 mkdirSync('bench/results', { recursive: true });
 const resultsFile = `bench/results/${started.toISOString().replace(/[:.]/g, '-')}-${databaseLabel}.md`;
 writeFileSync(resultsFile, report);
-process.stderr.write(`written to ${resultsFile} (Markdown, ready to paste into docs/benchmarks.md)\n`);
+process.stderr.write(`written to ${resultsFile} (Markdown; the runs of record are in docs/benchmarks.md)\n`);
 if (rows.some((row) => (row.failed ?? 0) > 0)) {
   process.stderr.write('some requests failed: the figures of those cases are not valid\n');
   process.exitCode = 1;
