@@ -1,4 +1,4 @@
-// npm run bench [-- --seconds 10 --connections 10 --only <text> --database <url> --large --skip-peer]
+// npm run bench [-- --seconds 10 --connections 10 --only <text> --database <url> --large --skip-standard --skip-peer | --help]
 // Every ratio is of figures measured in the same run, because absolute figures drift on shared
 // machines (a case judged against a reference or a peer is measured in slices between slices of
 // that server: measureCase): against a bare Fastify hello-world (before and after the cases, averaged), against the
@@ -55,8 +55,23 @@ const { values } = parseArgs({
     large: { type: 'boolean', default: false },
     'skip-standard': { type: 'boolean', default: false },
     'skip-peer': { type: 'boolean', default: false },
+    help: { type: 'boolean', short: 'h', default: false },
   },
 });
+if (values.help) {
+  process.stdout.write(`npm run bench [-- options]   (docs/benchmarks.md)
+  --seconds <n>       seconds per case, after a 1 s warm-up (default 10)
+  --connections <n>   connections per case (default 10)
+  --only <text>       only the cases (and peer rows) whose name contains the text
+  --database <url>    PostgreSQL (postgres://…, the database must exist) instead of a temp SQLite file
+  --large             add the 1,000,000-project list cases (SQLite and PostgreSQL)
+  --skip-standard     leave out the standard cases (with --large: the large ones only)
+  --skip-peer         leave out the node-oidc-provider peers and the token floors
+Results: stdout and bench/results/<time>-<database>.md. Environment: BENCH_REDIS_URL,
+BENCH_POSTGRES_URL (--large), BENCH_SERVER_ENTRY, BENCH_IDLE_SETTLE_MS.
+`);
+  process.exit(0);
+}
 const seconds = Number(values.seconds);
 const connections = Number(values.connections);
 const wanted = (name: string) => !values.only || name.includes(values.only);
@@ -618,7 +633,7 @@ process.stdout.write(`\n${report}`);
 mkdirSync('bench/results', { recursive: true });
 const resultsFile = `bench/results/${started.toISOString().replace(/[:.]/g, '-')}-${databaseLabel}.md`;
 writeFileSync(resultsFile, report);
-process.stderr.write(`written to ${resultsFile} (Markdown, ready to paste into docs/benchmarks.md)\n`);
+process.stderr.write(`written to ${resultsFile} (Markdown; the runs of record are in docs/benchmarks.md)\n`);
 if (rows.some((row) => (row.failed ?? 0) > 0)) {
   process.stderr.write('some requests failed: the figures of those cases are not valid\n');
   process.exitCode = 1;

@@ -11,8 +11,8 @@
 // When it returns no row, one lookup of the client chooses invalid_client or invalid_grant (the
 // service's full path does more there; failures are not what the floor measures).
 // The answer is the service's token response (the same fields). No validation schema, error model,
-// metrics or security headers. Started by bench/run.ts (the floor rows of a PostgreSQL run) and
-// bench/token-floor.ts with DATABASE_URL.
+// metrics or security headers. Started with DATABASE_URL by bench/token-floors.ts (the token floor
+// rows of a PostgreSQL run of bench/run.ts) and by bench/cpu-per-request.ts --database.
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import formbody from '@fastify/formbody';
 import rateLimit from '@fastify/rate-limit';

@@ -1,17 +1,17 @@
 // A floor, not the service: the least the token endpoint's refresh_token and authorization_code
 // grants can cost on the service's own SQLite schema and settings. Fastify with one pino line per
 // request (asynchronous destination, as the reference floor-server.ts), an in-memory rate limit, and
-// the grants' statements on raw better-sqlite3 prepared statements, each write one synchronous
-// transaction (with GROUP=1 a savepoint of the turn's shared one, as the service commits). What the
-// service sends for each grant:
+// the grants' statements on raw better-sqlite3 prepared statements, each grant's writes a savepoint
+// of the one transaction the grants of an event-loop turn share, answered after its COMMIT (the
+// service's group commit on SQLite, src/db/sqlite-driver.ts). What the service sends for each grant:
 // - refresh_token: the client by id; the session by the refresh token's SHA-256; then, in one
 //   transaction, the rotation (both hashes, guarded by the old one) and the record of the old hash;
 // - authorization_code: the client by id; the code by its hash (checked: client, unused, unexpired,
 //   redirect URI, PKCE S256 in constant time); then, in one transaction, the claim of the code
 //   (guarded by used_at is null) and the new session with both token hashes.
 // The answer is the service's token response (the same fields). No validation schema, error model,
-// metrics or security headers. Started by bench/run.ts (the floor rows) and bench/token-floor.ts
-// with DB=<path of a database minted by bench/fixtures.ts>.
+// metrics or security headers. Started by bench/token-floors.ts (the token floor rows of
+// bench/run.ts) with DB=<path of a database minted by bench/fixtures.ts>.
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import formbody from '@fastify/formbody';
 import rateLimit from '@fastify/rate-limit';
@@ -71,54 +71,6 @@ const exchange = db.transaction((codeHash: string, session: unknown[], now: numb
   return true;
 });
 
-// Two experiments of issue 21 on the refresh_token grant (bench/token-floor-variants.ts), each off by default:
-// - SCHEMA=tokens: the token hashes in one WITHOUT ROWID table keyed by hash (kind 0 access, 1
-//   refresh, 2 rotated away), a WITHOUT ROWID session row holding its current access hash, and no
-//   expiry index: a rotation marks the old refresh row rotated, deletes the old access row, inserts
-//   the two new ones and touches the session row (five leaf pages instead of about eleven). Built
-//   from the sessions table at start.
-// - GROUP=1 (both grants): the grants of one event-loop turn share one transaction, each in a
-//   savepoint and still guarded, answered after its COMMIT: the service's group commit on SQLite
-//   (src/db/sqlite-driver.ts), which the floor rows of bench/run.ts use.
-const tokenSchema = process.env.SCHEMA === 'tokens';
-if (tokenSchema) {
-  db.exec(`drop table if exists floor_tokens; drop table if exists floor_sessions;
-    create table floor_tokens (token_hash text primary key, session_id text not null, kind integer not null, expires_at integer not null) without rowid;
-    create table floor_sessions (session_id text primary key, user_id text not null, client_id text not null, scope text not null, access_token_hash text not null, created_at integer not null, last_used_at integer) without rowid;
-    insert into floor_sessions select session_id, user_id, client_id, scope, access_token_hash, created_at, last_used_at from sessions;
-    insert into floor_tokens select access_token_hash, session_id, 0, access_expires_at from sessions;
-    insert into floor_tokens select refresh_token_hash, session_id, 1, refresh_expires_at from sessions;`);
-  db.pragma('wal_checkpoint(TRUNCATE)');
-}
-const tokenTable = tokenSchema
-  ? {
-      find: db.prepare<
-        [string],
-        { session_id: string; client_id: string; scope: string; refresh_expires_at: number; access_token_hash: string }
-      >(
-        'select t.session_id, s.client_id, s.scope, t.expires_at as refresh_expires_at, s.access_token_hash from floor_tokens t join floor_sessions s using (session_id) where t.token_hash = ? and t.kind = 1',
-      ),
-      retire: db.prepare('update floor_tokens set kind = 2 where token_hash = ? and kind = 1'),
-      drop: db.prepare('delete from floor_tokens where token_hash = ?'),
-      add: db.prepare('insert into floor_tokens (token_hash, session_id, kind, expires_at) values (?, ?, ?, ?)'),
-      touch: db.prepare('update floor_sessions set access_token_hash = ?, last_used_at = ? where session_id = ?'),
-    }
-  : undefined;
-const rotateInTokenTable = db.transaction(
-  (
-    values: [string, number, string, number, number],
-    oldHash: string,
-    session: { session_id: string; access_token_hash: string },
-  ) => {
-    const t = tokenTable!;
-    if (t.retire.run(oldHash).changes === 0) return false;
-    t.drop.run(session.access_token_hash);
-    t.add.run(values[0], session.session_id, 0, values[1]);
-    t.add.run(values[2], session.session_id, 1, values[3]);
-    t.touch.run(values[0], values[4], session.session_id);
-    return true;
-  },
-);
 // Nested in the group's transaction, each better-sqlite3 transaction function runs as a savepoint.
 const grouped: Array<{ work: () => boolean; done: (ok: boolean) => void }> = [];
 const commitGroup = db.transaction((batch: typeof grouped) => batch.map((item) => item.work()));
@@ -133,29 +85,6 @@ function inGroup(work: () => boolean): Promise<boolean> {
     });
   });
 }
-const group = process.env.GROUP === '1';
-
-// STORE=memory (bench/token-floor.ts, refresh only): the sessions are read once at start into a Map
-// and rotated there, never written: what the HTTP path and the crypto cost without storage.
-const inMemory = process.env.STORE === 'memory';
-type Session = {
-  session_id: string;
-  client_id: string;
-  scope: string;
-  refresh_expires_at: number;
-  consumed_at?: number;
-};
-const memory = new Map<string, Session>(
-  inMemory
-    ? db
-        .prepare<[], Session & { refresh_token_hash: string }>(
-          'select session_id, client_id, scope, refresh_expires_at, refresh_token_hash from sessions',
-        )
-        .all()
-        .map((row) => [row.refresh_token_hash, row])
-    : [],
-);
-
 function answer(reply: FastifyReply, scope: string, now: number) {
   const accessToken = randomBytes(32).toString('base64url');
   const refreshToken = randomBytes(32).toString('base64url');
@@ -209,26 +138,12 @@ app.post('/v4/login', async (request, reply) => {
   const now = Date.now();
   if (params.grant_type === 'refresh_token') {
     const oldHash = hash(params.refresh_token ?? '');
-    const session = inMemory
-      ? memory.get(oldHash)
-      : tokenSchema
-        ? tokenTable!.find.get(oldHash)
-        : findSession.get(oldHash);
+    const session = findSession.get(oldHash);
     if (!session || session.client_id !== client.client_id || session.refresh_expires_at <= now)
       return invalidGrant(reply);
     const tokens = answer(reply, session.scope, now);
-    if (inMemory) {
-      // The old token stays usable (marked, not removed), so the bench may hand the same tokens out again.
-      memory.set(oldHash, { ...session, consumed_at: now });
-      memory.set(tokens.values[2] as string, { ...session, refresh_expires_at: now + REFRESH_MS });
-      return tokens.send();
-    }
-    const values = [...tokens.values, now] as [string, number, string, number, number];
-    const rotate = tokenSchema
-      ? () =>
-          rotateInTokenTable(values, oldHash, session as unknown as { session_id: string; access_token_hash: string })
-      : () => rotation(values, oldHash, session.session_id, session.refresh_expires_at);
-    const rotated = group ? await inGroup(rotate) : rotate();
+    const values = [...tokens.values, now];
+    const rotated = await inGroup(() => rotation(values, oldHash, session.session_id, session.refresh_expires_at));
     if (!rotated) return invalidGrant(reply);
     return tokens.send();
   }
@@ -242,7 +157,7 @@ app.post('/v4/login', async (request, reply) => {
     const tokens = answer(reply, code.scope, now);
     const claim = () =>
       exchange(codeHash, [randomUUID(), code.user_id, client.client_id, code.scope, ...tokens.values], now);
-    if (!(group ? await inGroup(claim) : claim())) return invalidGrant(reply);
+    if (!(await inGroup(claim))) return invalidGrant(reply);
     return tokens.send();
   }
   return reply.code(400).send({ error: 'unsupported_grant_type' });

@@ -41,9 +41,9 @@ export async function tokenFloorRows(options: {
   const count = options.secretsCount;
   process.stderr.write(`token floor: minting ${count} codes and refresh tokens…\n`);
   const secrets = await mintSecrets(options.databaseUrl, count);
-  // On SQLite with the service's group commit (GROUP=1, see token-floor-server.ts).
+  // On SQLite with the service's group commit (token-floor-server.ts).
   const env: Record<string, string> = options.databaseUrl.startsWith('sqlite:')
-    ? { DB: options.databaseUrl.slice('sqlite:'.length), GROUP: '1' }
+    ? { DB: options.databaseUrl.slice('sqlite:'.length) }
     : { DATABASE_URL: options.databaseUrl };
   const entry = options.database === 'SQLite' ? './bench/token-floor-server.ts' : './bench/token-floor-pg-server.ts';
   const server = await startProcess(entry, env, '/');
