@@ -100,7 +100,7 @@ const PEER = './bench/peer-oidc-provider.ts';
 const FLOOR_PATH = '/v1/user.php/00000000-0000-4000-8000-000000000000';
 /** The service as production runs it: the compiled JavaScript of `npm run build` (run by `npm ci`), else the sources under tsx. */
 const SERVER = process.env.BENCH_SERVER_ENTRY ?? (existsSync('dist/server.js') ? 'dist/server.js' : 'src/server.ts');
-/** The compiled server starts with the environment and node flags of `npm start` (memory settings, docs/decisions.md). */
+/** The compiled server starts with the environment and node flags of `npm start` (memory settings, docs/decisions/0031-0034). */
 const START = SERVER.endsWith('.js') ? productionStart() : { env: {}, flags: [] };
 // The server runs with its production settings, rate limits included, set high enough not to trip.
 const serverEnv = (databaseUrl: string, workshopTemplate: string) => ({

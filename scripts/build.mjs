@@ -5,7 +5,7 @@
 // thread (batches and checkpoints) is bundled the same way, as its own entry point
 // (dist/db/sqlite-thread-worker.js).
 //
-// Why a bundle (docs/decisions.md, "Memory"): loading ~1,300 ES modules one by one costs start-up
+// Why a bundle (docs/decisions/0016 and 0031): loading ~1,300 ES modules one by one costs start-up
 // CPU and memory (each module's source, records and the heap grown while loading them). One file,
 // whitespace-minified, starts in about a third of the CPU time and with less memory. Identifiers
 // are kept, so a stack trace names the functions even without the source map (dist/server.js.map,
@@ -54,7 +54,7 @@ const common = {
   // parsed with the bundle at every start. So are the modules the service imports only on first
   // use (nodemailer for the first message, ioredis with REDIS_URL, qrcode for a two-step setup):
   // inside the bundle their ~0.65 MB of source was read and kept at every start (RSS at healthy
-  // 98-99 -> 96-98 MiB; docs/benchmarks.md, "Issue 21, memory, fifth session").
+  // 98-99 -> 96-98 MiB; docs/decisions/0031).
   external: [
     'better-sqlite3',
     '@node-rs/argon2',

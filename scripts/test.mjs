@@ -2,7 +2,7 @@
 // few long-lived worker processes (TEST_WORKERS, default one more than the cores) instead of one
 // process per file.
 //
-// Why (docs/decisions.md, "Test files share worker processes"): loading the service's modules
+// Why (docs/decisions/0045): loading the service's modules
 // through tsx costs each process about 4 s of CPU, more than many files' tests take, and with one
 // process per file the suite paid it 83 times per database. A worker loads them once and runs the
 // files it is handed one after another, each as its own top-level suite, so a file's top-level

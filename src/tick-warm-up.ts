@@ -9,7 +9,7 @@
  * the process's life. Which of the two states a process ended in depended on what it served
  * first: in processes that had made the bench's data, nextTick cost 7 to 8 times its usual CPU in
  * about half of them (about ten ticks a request, ~4 % of a single GET). After this warm-up it did
- * not happen in any of the runs measured (docs/decisions.md, "Node's tick queue is warmed up at
+ * not happen in any of the runs measured (docs/decisions/0038, "Node's tick queue is warmed up at
  * start").
  */
 export async function warmUpTickQueue(rounds = 8, ticksPerRound = 1000): Promise<void> {

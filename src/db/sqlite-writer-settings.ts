@@ -15,7 +15,7 @@ export function configureWriter(connection: BetterSqlite3.Database): void {
   // from the file (measured: 4,300 writes and 1,700 reads a POST with 2 MiB, 2,900 and 200 with 16).
   // The spill threshold gives a transaction's changed pages that room (up to 16 MiB), while only
   // 4 MiB of unchanged pages stay cached between transactions: a 16 MiB cache of them was ~10 MiB
-  // of the server's peak RSS over the bench (docs/benchmarks.md, "Issue 21, memory, fourth session").
+  // of the server's peak RSS over the bench (docs/decisions/0029).
   connection.pragma('cache_size = -4096');
   connection.pragma('cache_spill = 4096');
   // A multi-row INSERT inside a transaction keeps a statement journal (each page's content before

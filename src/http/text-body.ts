@@ -3,8 +3,7 @@
  *
  * A string is joined to the head and written with it. In a process that has also served other
  * answers (Buffers, streams, empty 304s), a single-object GET sent as a Buffer cost ~6 % more CPU
- * than as a string, while in a fresh process the two were even (docs/benchmarks.md, "Issue 21,
- * twenty-second session"). A long text (a 250-item page) Node measured, encoded and wrote in
+ * than as a string, while in a fresh process the two were even (docs/decisions/0037). A long text (a 250-item page) Node measured, encoded and wrote in
  * pieces; as a Buffer its length is known and the socket writes it as it is.
  */
 export const STRING_BODY_LIMIT = 16 * 1024;

@@ -169,7 +169,7 @@ describe('answer compression', () => {
 });
 
 describe('document downloads', () => {
-  // (@fastify/compress coded application/octet-stream too; docs/decisions.md said otherwise.)
+  // (@fastify/compress coded application/octet-stream too; an earlier decision said otherwise.)
   test('a download over 1 KiB is coded when the client accepts it, and decodes byte for byte', async () => {
     const id = randomUUID();
     const text = JSON.stringify({

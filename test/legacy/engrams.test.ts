@@ -1131,7 +1131,7 @@ describe('listing a mod with 10,000 engrams', () => {
     const neighbours = await publish(server, neighbour.user, [engramFor(neighbour.modId), engramFor(neighbour.modId)]);
 
     const TOTAL = 10_000;
-    const BATCH = 5_000; // the most one POST takes (docs/decisions.md)
+    const BATCH = 5_000; // the most one POST takes (docs/decisions/0050)
     const inputs = Array.from({ length: TOTAL }, (_, i) => ({
       path: `/Game/Mods/${modId}/Bulk/PrimalItem_Bulk${String(i).padStart(5, '0')}.PrimalItem_Bulk${String(i).padStart(5, '0')}`,
       label: `Bulk item ${i}`,

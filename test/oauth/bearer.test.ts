@@ -1,5 +1,5 @@
 /**
- * Bearer tokens on the v4 API (DESIGN "v4 login", docs/decisions.md "Bearer tokens"): where the
+ * Bearer tokens on the v4 API (DESIGN "v4 login", docs/decisions/0062): where the
  * token may come from, the 401/403 answers and their WWW-Authenticate challenges, sign-out, and
  * the v4 rate limit per user and application.
  */

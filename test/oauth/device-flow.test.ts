@@ -1,5 +1,5 @@
 /**
- * The device flow (RFC 8628 with PKCE; DESIGN "v4 login", docs/decisions.md "Device flow"):
+ * The device flow (RFC 8628 with PKCE; DESIGN "v4 login", docs/decisions/0057):
  * POST /v4/device and its answer, the device page where the person types the user code, and
  * the polls of POST /v4/login with the device_code grant: authorization_pending, slow_down with
  * its growing interval, expired_token, access_denied, success once, invalid_grant.

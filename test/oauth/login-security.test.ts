@@ -1,5 +1,5 @@
 /**
- * The sign-in pages as an attacker meets them (docs/decisions.md "v4 login"): wrong passwords,
+ * The sign-in pages as an attacker meets them (docs/decisions/0054, 0055): wrong passwords,
  * the failure limits, CSRF, the security headers and the session cookie.
  */
 import assert from 'node:assert/strict';

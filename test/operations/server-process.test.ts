@@ -277,7 +277,7 @@ describe('the compiled server with WORKERS=1', { timeout: 120_000 }, () => {
     skip: (process.env.DATABASE_URL?.startsWith('postgres') && 'SQLite only') || notNode20,
   }, async () => {
     // On Node 20 pg's Cloudflare check constructs a Response at load, and with it undici: ~2 MiB of
-    // idle memory (docs/decisions.md, "Memory at idle"). pg is imported only for PostgreSQL.
+    // idle memory (docs/decisions/0031). pg is imported only for PostgreSQL.
     const record = join(build, 'node-modules.txt');
     const preload = join(ROOT, 'test/fixtures/record-node-modules.mjs');
     const single = await startCluster({

@@ -22,8 +22,7 @@ export interface EngramListBody {
   tag: string;
   /**
    * The JSON in the chunks it was built in, never concatenated: a 5 MB list's concatenation and
-   * its parts waiting for a full GC were ~10 MiB of the bench's peak RSS (docs/benchmarks.md,
-   * "Issue 21, memory, fifth session"). Send it with `identityStream`.
+   * its parts waiting for a full GC were ~10 MiB of the bench's peak RSS (docs/decisions/0031). Send it with `identityStream`.
    */
   identity: readonly Buffer[];
   /** The identity body's length in bytes. */
@@ -102,7 +101,7 @@ export class EngramLists {
       // so the first request after a change is not kept waiting. A 64 KiB window instead of the
       // default 4 MiB: the list's repetition is local (each engram's path, spawn code and URL), so
       // the 10,000-engram list came out no larger (401,726 bytes against 403,946) and building it
-      // peaked ~6 MiB lower (docs/benchmarks.md, "Issue 21, memory").
+      // peaked ~6 MiB lower (docs/decisions/0051).
       compressed(
         identity,
         createBrotliCompress({
