@@ -7,8 +7,7 @@
 // in turn against the reference (floor-server.ts), the service (dist/server.js) and optionally an
 // earlier build (--before, e.g. a copy of an older dist/ inside this checkout so that its imports
 // resolve). The service and --before start as `npm start` starts the server, with the start
-// script's environment and node flags (until the seventeenth session they started with V8's
-// defaults, so this script's ratios were not the bench's). Every server runs on the same SQLite
+// script's environment and node flags, so this script's ratios are the bench's. Every server runs on the same SQLite
 // database. The v4 cases are compared with the second reference (floor-server.ts with
 // FLOOR_BEARER_DATABASE: the bearer-token lookup besides), the others with the first; the
 // 250-item page (`page`) with that reference's own page, the page floor; with --database the v1

@@ -88,7 +88,7 @@ export class SqliteThread {
     // Batches in flight under one hold of the lock reach the thread at once and run back to back.
     // Taking the lock per batch left the thread idle after each one until this thread's event
     // loop, busy with other requests, took the answer and passed the lock on (bulk POSTs 128–167
-    // against 165–184 req/s, issue 21's eighth session). A batch joins only while nobody else
+    // against 165–184 req/s). A batch joins only while nobody else
     // waits for the lock or the thread's turn.
     let run = this.#run;
     if (!run || (run.holding && (this.connections.lock.wanted || this.#turn.wanted))) {
