@@ -24,7 +24,7 @@
 // connections carry an application_name of their own (PGAPPNAME), and the CPU its backends used
 // over the same window (from /proc of the backends pg_stat_activity names) is shown as "pg µs".
 // The refresh and code cases then also run against the token floor (token-floor-pg-server.ts).
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -34,7 +34,7 @@ import { BENCH_HOST, legacyData, mintSecrets, projects, REDIRECT_URI } from './f
 import { type Load, measure } from './measure.ts';
 import { backendCpu, backendMsSince } from './pg-backends.ts';
 import { freshSchema } from './postgres-schema.ts';
-import { productionStart, type Running, startProcess } from './processes.ts';
+import { cpuMs, productionStart, type Running, startProcess } from './processes.ts';
 
 const { values } = parseArgs({
   options: {
@@ -54,12 +54,6 @@ const beforeBuild = values.before?.split(' ').filter(Boolean) ?? [];
 const connections = Number(values.connections);
 const wanted = values.cases.split(',');
 const FLOOR_PATH = '/v1/user.php/00000000-0000-4000-8000-000000000000';
-
-/** CPU milliseconds the process has used so far (user and system; /proc counts in 10 ms ticks). */
-function cpuMs(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-}
 
 /** The application_name each server's PostgreSQL connections carry, by its pid. */
 const appNames = new Map<number, string>();

@@ -11,7 +11,7 @@ import { createApplication } from '../src/oauth/clients.ts';
 import { createSession } from '../src/oauth/sessions.ts';
 import { Secrets as SealingKey } from '../src/secrets/sealed.ts';
 import { loadSecretsKey } from '../src/secrets/secrets-key.ts';
-import { FakeWorkshop } from '../test/helpers/workshop.ts';
+import type { FakeWorkshop } from '../test/helpers/workshop.ts';
 
 export const BENCH_HOST = 'bench.example';
 export const REDIRECT_URI = 'http://127.0.0.1:9/callback';

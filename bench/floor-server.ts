@@ -33,7 +33,7 @@ import Fastify, { type FastifyRequest } from 'fastify';
 import pg from 'pg';
 import pino from 'pino';
 import { uuidv7 } from '../src/http/uuid.ts';
-import { hashSecret } from '../src/oauth/secrets.ts';
+import { hashSecret } from '../src/secrets/random-secrets.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'bench-floor-'));
 const db = new Database(join(dir, 'floor.db'));

@@ -95,7 +95,7 @@ async function measureWithNode(
         { method: load.method ?? 'GET', agent, headers: extra.headers ?? load.headers },
         (response) => {
           // Headers as sent on the wire (status line, name: value, CRLFs), as autocannon counts them.
-          bytes += 17 + response.rawHeaders.reduce((sum, item, index) => sum + item.length + 2, 0) + 2;
+          bytes += 17 + response.rawHeaders.reduce((sum, item, _index) => sum + item.length + 2, 0) + 2;
           response.on('data', (chunk: Buffer) => (bytes += chunk.length));
           response.on('end', () => {
             latencies.push(performance.now() - sent);

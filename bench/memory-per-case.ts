@@ -17,7 +17,7 @@ import { FakeWorkshop } from '../test/helpers/workshop.ts';
 import { type Case, engramListLoads, mixedLoads, standardCases } from './cases.ts';
 import { BENCH_HOST, legacyData, mintSecrets, projects } from './fixtures.ts';
 import { measure } from './measure.ts';
-import { productionStart, startProcess } from './processes.ts';
+import { cpuMs, productionStart, startProcess } from './processes.ts';
 
 const { values, positionals } = parseArgs({
   options: { seconds: { type: 'string', default: '2' }, rounds: { type: 'string', default: '2' } },
@@ -41,10 +41,6 @@ const variants = (positionals.length ? positionals : ['service=']).map((arg) => 
   };
 });
 
-function cpuMs(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-}
 function memory(pid: number) {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const mib = (name: string) => Math.round(Number(new RegExp(`${name}:\\s+(\\d+)`).exec(status)?.[1]) / 1024);

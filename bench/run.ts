@@ -18,7 +18,6 @@ import {
   bulkPostLoad,
   type Case,
   engramListLoads,
-  type Grant,
   grantLoads,
   mixedLoads,
   PAGE_PATH,

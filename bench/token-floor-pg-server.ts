@@ -133,4 +133,11 @@ app.post('/v4/login', async (request, reply) => {
   return reply.code(400).send({ error: 'unsupported_grant_type' });
 });
 await app.listen({ port: Number(process.env.PORT), host: '127.0.0.1' });
-process.on('SIGTERM', () => void app.close().then(async () => (await pool.end(), process.exit(0))));
+process.on(
+  'SIGTERM',
+  () =>
+    void app.close().then(async () => {
+      await pool.end();
+      process.exit(0);
+    }),
+);

@@ -81,7 +81,7 @@ function inGroup(work: () => boolean): Promise<boolean> {
     setImmediate(() => {
       const batch = grouped.splice(0);
       const results = commitGroup(batch);
-      batch.forEach((item, i) => item.done(results[i]!));
+      for (const [i, item] of batch.entries()) item.done(results[i]!);
     });
   });
 }
@@ -163,4 +163,11 @@ app.post('/v4/login', async (request, reply) => {
   return reply.code(400).send({ error: 'unsupported_grant_type' });
 });
 await app.listen({ port: Number(process.env.PORT), host: '127.0.0.1' });
-process.on('SIGTERM', () => void app.close().then(() => (db.close(), process.exit(0))));
+process.on(
+  'SIGTERM',
+  () =>
+    void app.close().then(() => {
+      db.close();
+      process.exit(0);
+    }),
+);

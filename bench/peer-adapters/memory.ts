@@ -8,9 +8,8 @@ export function openMemory(): PeerStorage {
   const stores = new Map<string, Map<string, AdapterPayload>>();
   const grants = new Map<string, Set<string>>();
   const adapter = (model: string): Adapter => {
-    let store = stores.get(model);
-    if (!store) stores.set(model, (store = new Map()));
-    const records = store;
+    const records = stores.get(model) ?? new Map<string, AdapterPayload>();
+    stores.set(model, records);
     const findBy = (field: 'userCode' | 'uid', value: string) => {
       for (const payload of records.values()) if (payload[field] === value) return payload;
       return undefined;
@@ -19,8 +18,8 @@ export function openMemory(): PeerStorage {
       async upsert(id, payload) {
         records.set(id, payload);
         if (payload.grantId) {
-          let members = grants.get(payload.grantId);
-          if (!members) grants.set(payload.grantId, (members = new Set()));
+          const members = grants.get(payload.grantId) ?? new Set<string>();
+          grants.set(payload.grantId, members);
           members.add(`${model}:${id}`);
         }
       },

@@ -34,7 +34,8 @@ export const MODEL_TYPES: Record<string, number> = Object.fromEntries(
 
 /** The model's type number; a model the knex list predates (oidc-provider 9 has a few) gets the next free one. */
 export function modelType(name: string): number {
-  return (MODEL_TYPES[name] ??= Object.keys(MODEL_TYPES).length + 1);
+  MODEL_TYPES[name] ??= Object.keys(MODEL_TYPES).length + 1;
+  return MODEL_TYPES[name];
 }
 
 /** Seconds from now to milliseconds since the epoch, as the SQL peers store expiry. */

@@ -14,7 +14,7 @@ import {
   setTotpSecret,
   storePasswordHash,
 } from './accounts.ts';
-import { countBackupCodes, removeBackupCodes, replaceBackupCodes } from './backup-codes.ts';
+import { countBackupCodes, replaceBackupCodes } from './backup-codes.ts';
 import { hashPassword } from './passwords.ts';
 import { type NewSecurityEvent, recordSecurityEvent } from './security-events.ts';
 import {

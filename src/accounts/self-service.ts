@@ -7,14 +7,7 @@ import type { SendAccountMail } from './account-mail.ts';
 import { maskEmailAddress } from './account-names.ts';
 import { AccountError, createAccount, findAccount, findAccountByLogin, storePasswordHash } from './accounts.ts';
 import { endAllDeviceTrust } from './trusted-devices.ts';
-import {
-  claimByFlow,
-  claimByLink,
-  endRequestsOfUser,
-  issueRequest,
-  type Purpose,
-  restoreRequest,
-} from './verification-requests.ts';
+import { claimByFlow, claimByLink, endRequestsOfUser, issueRequest, restoreRequest } from './verification-requests.ts';
 import { endOtherWebSessions } from './web-sessions.ts';
 
 /**
@@ -200,5 +193,3 @@ export async function confirmEmailChange(db: Kysely<Schema>, linkToken: string):
     throw error;
   }
 }
-
-export type { Purpose };

@@ -1,7 +1,7 @@
 import { randomInt, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Schema, VerificationRequestsTable } from '../db/schema.ts';
-import { hashSecret, newSecret } from '../oauth/secrets.ts';
+import { hashSecret, newSecret } from '../secrets/random-secrets.ts';
 
 /**
  * One-time codes and links (DESIGN "Self-service accounts"): a request for a purpose and an address

@@ -1,7 +1,7 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Schema } from '../db/schema.ts';
-import { hashSecret, newSecret } from '../oauth/secrets.ts';
+import { hashSecret, newSecret } from '../secrets/random-secrets.ts';
 
 /**
  * Browser sign-ins (table web_sessions): which account a browser is signed in to, fully or

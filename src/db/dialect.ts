@@ -13,19 +13,17 @@ export function dialectOf(db: Kysely<Schema>): Dialect {
 }
 
 /**
- * `column` contains `text`, ignoring case; the client's % and _ match themselves. PostgreSQL's
- * ILIKE (served by the trigram index); SQLite's LIKE, which ignores case for ASCII letters.
+ * The LIKE pattern for "contains `text`": the client's % and _ match themselves. A value, so a
+ * compiled query can take it as a parameter.
  */
-export function containsIgnoringCase(dialect: Dialect, column: string, text: string): RawBuilder<SqlBool> {
-  return matchesContainsPattern(dialect, column, containsPattern(text));
-}
-
-/** The LIKE pattern of containsIgnoringCase for `text`: a value, so a compiled query can take it as a parameter. */
 export function containsPattern(text: string): string {
   return `%${text.replace(/[\\%_]/g, (char) => `\\${char}`)}%`;
 }
 
-/** `column` matches a pattern made by containsPattern, ignoring case (see containsIgnoringCase). */
+/**
+ * `column` matches a pattern made by containsPattern, ignoring case: PostgreSQL's ILIKE (served by
+ * the trigram index); SQLite's LIKE, which ignores case for ASCII letters.
+ */
 export function matchesContainsPattern(dialect: Dialect, column: string, pattern: string): RawBuilder<SqlBool> {
   const operator = sql.raw(dialect === 'postgres' ? 'ilike' : 'like');
   return sql<SqlBool>`${sql.ref(column)} ${operator} ${pattern} escape '\\'`;

@@ -1,5 +1,3 @@
-import type { Generated } from 'kysely';
-
 /** Times are stored as integer milliseconds since the epoch on both databases. */
 export interface UsersTable {
   user_id: string;
@@ -257,5 +255,3 @@ export interface Schema {
   passkey_challenges: PasskeyChallengesTable;
   verification_requests: VerificationRequestsTable;
 }
-
-export type { Generated };

@@ -23,9 +23,7 @@ import fp from 'fastify-plugin';
 import { Mailer, RETRY_DELAYS_MS } from './mailer.ts';
 import { logTransport, type MailTransport, smtpTransport } from './transport.ts';
 
-export { isMailableAddress, maskAddress } from './address.ts';
 export type { MailData, MailKind } from './kinds.ts';
-export type { MailOutcome } from './mailer.ts';
 export { Mailer };
 
 declare module 'fastify' {

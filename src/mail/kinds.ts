@@ -36,4 +36,4 @@ export const MAIL_KINDS: { [Kind in MailKind]: { subject: string } } = {
   'email-change-notice': { subject: 'Your e-mail address is being changed' },
 };
 
-export const isMailKind = (value: string): value is MailKind => Object.hasOwn(MAIL_KINDS, value);
+const _isMailKind = (value: string): value is MailKind => Object.hasOwn(MAIL_KINDS, value);

@@ -3,7 +3,7 @@ import { writesInWith } from '../db/dialect.ts';
 import { reusableQuery } from '../db/reusable-query.ts';
 import type { Schema, SessionsTable } from '../db/schema.ts';
 import { authenticatedClient, type ClientProof } from './clients.ts';
-import { hashSecret, newSecret } from './secrets.ts';
+import { hashSecret, newSecret } from '../secrets/random-secrets.ts';
 import {
   type IssuedTokens,
   insertSession,

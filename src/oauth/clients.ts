@@ -5,7 +5,7 @@ import type { Schema } from '../db/schema.ts';
 import { isUuid, normalizeUuid } from '../http/uuid.ts';
 import { redirectUriProblem } from './redirect-uris.ts';
 import { parseScopes } from './scopes.ts';
-import { hashSecret, newSecret } from './secrets.ts';
+import { hashSecret, newSecret } from '../secrets/random-secrets.ts';
 
 /** A registered application (an OAuth client). */
 export interface Application {

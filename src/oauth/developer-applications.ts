@@ -13,7 +13,7 @@ import { isUuid, normalizeUuid } from '../http/uuid.ts';
 import { type Application, toApplication } from './clients.ts';
 import { isRegisteredRedirectUri, redirectUriProblem } from './redirect-uris.ts';
 import { isScope, SCOPES } from './scopes.ts';
-import { hashSecret, newSecret } from './secrets.ts';
+import { hashSecret, newSecret } from '../secrets/random-secrets.ts';
 import { endApplicationSessions, endApplicationSessionsBeyond } from './sessions.ts';
 
 export const MAX_APPLICATIONS_PER_USER = 25;
@@ -74,7 +74,7 @@ export function validateApplication(
   if (typedWebsite !== '') {
     const url =
       URL.canParse(typedWebsite) && !/[\u0000-\u0020\u007f]/.test(typedWebsite) ? new URL(typedWebsite) : undefined;
-    if (!url || url.protocol !== 'https:' || url.hostname === '' || url.username || url.password) {
+    if (url?.protocol !== 'https:' || url.hostname === '' || url.username || url.password) {
       errors.website = 'The website must be an https:// address, such as https://example.com.';
     } else if (url.href.length > WEBSITE_MAX_LENGTH) {
       errors.website = `The website address must be at most ${WEBSITE_MAX_LENGTH} characters long.`;

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { InteractionsTable, Schema } from '../db/schema.ts';
-import { hashSecret, newSecret } from './secrets.ts';
+import { hashSecret, newSecret } from '../secrets/random-secrets.ts';
 
 /** How long a user has to finish signing in and approving. */
 export const INTERACTION_TTL_MS = 15 * 60 * 1000;

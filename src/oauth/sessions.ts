@@ -4,7 +4,7 @@ import { reusableQuery } from '../db/reusable-query.ts';
 import type { Schema } from '../db/schema.ts';
 import { uuidv7 } from '../http/uuid.ts';
 import { authenticatedClient, type ClientProof } from './clients.ts';
-import { hashSecret, newSecret } from './secrets.ts';
+import { hashSecret, newSecret } from '../secrets/random-secrets.ts';
 
 // The token family model: a session is one user's grant to one application, holding one access
 // token and one refresh token (stored hashed), issued together and replaced together. Here it is
@@ -338,11 +338,11 @@ const scopeSets = new Map<string, ReadonlySet<string>>();
 const MAX_SCOPE_SETS = 1000;
 
 function scopeSet(scope: string): ReadonlySet<string> {
-  let set = scopeSets.get(scope);
-  if (set === undefined) {
-    if (scopeSets.size >= MAX_SCOPE_SETS) scopeSets.clear();
-    scopeSets.set(scope, (set = new Set(scope.split(' '))));
-  }
+  const known = scopeSets.get(scope);
+  if (known !== undefined) return known;
+  if (scopeSets.size >= MAX_SCOPE_SETS) scopeSets.clear();
+  const set = new Set(scope.split(' '));
+  scopeSets.set(scope, set);
   return set;
 }
 

@@ -16,7 +16,7 @@ import { apiErrorForThrown, sendError } from '../http/error-handler.ts';
 import { ApiError } from '../http/errors.ts';
 import { findApplication } from '../oauth/clients.ts';
 import { findInteraction } from '../oauth/interactions.ts';
-import { hashSecret, newSecret } from '../oauth/secrets.ts';
+import { hashSecret, newSecret } from '../secrets/random-secrets.ts';
 import { signInContext } from './sign-in.ts';
 import { readWebSession, startBrowserSignIn, type WebSession } from './web-sessions.ts';
 

@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { hashSecret } from '../../src/oauth/secrets.ts';
+import { hashSecret } from '../../src/secrets/random-secrets.ts';
 import { assertOAuthError, newAccount, newApp, tokenRequest, tokensThroughPages } from '../helpers/oauth.ts';
 import { freshDatabase, startServer, type TestDatabase, type TestServer } from '../helpers/server.ts';
 

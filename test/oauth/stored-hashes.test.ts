@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { engramUid } from '../../src/legacy/engrams/store.ts';
 import { challengeOf } from '../../src/oauth/pkce.ts';
-import { hashSecret } from '../../src/oauth/secrets.ts';
+import { hashSecret } from '../../src/secrets/random-secrets.ts';
 
 test('a secret is stored as its SHA-256 in base64url, without padding', () => {
   assert.equal(hashSecret('abc'), 'ungWv48Bz-pBQUDeXa4iI7ADYaOWF3qctBD_YfIAFa0');

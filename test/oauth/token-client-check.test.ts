@@ -10,7 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { dialectOf } from '../../src/db/dialect.ts';
 import { deleteApplication } from '../../src/oauth/clients.ts';
-import { hashSecret, newSecret } from '../../src/oauth/secrets.ts';
+import { hashSecret, newSecret } from '../../src/secrets/random-secrets.ts';
 import {
   assertOAuthError,
   authorize,

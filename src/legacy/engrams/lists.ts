@@ -10,7 +10,6 @@ import type { Schema } from '../../db/schema.ts';
 import { streamEngrams } from './store.ts';
 import { engramJson, engramStructure } from './structure.ts';
 
-export type ListEncoding = 'br' | 'gzip';
 /** Bodies smaller than this are sent as they are: compressing them saves nothing worth the work. */
 export const COMPRESSION_THRESHOLD = 1024;
 

@@ -10,7 +10,7 @@ import {
 } from '../authorization-codes.ts';
 import { InvalidGrant } from '../errors.ts';
 import { challengeOf, isCodeVerifier, verifierMatches } from '../pkce.ts';
-import { hashSecret } from '../secrets.ts';
+import { hashSecret } from '../../secrets/random-secrets.ts';
 import { endSession, type IssuedTokens } from '../sessions.ts';
 import { type FoldedGrantContext, type GrantContext, required } from './context.ts';
 

@@ -15,7 +15,8 @@ export function newSecret(): string {
     offset = 0;
   }
   const secret = pool.toString('base64url', offset, offset + SECRET_BYTES);
-  pool.fill(0, offset, (offset += SECRET_BYTES));
+  pool.fill(0, offset, offset + SECRET_BYTES);
+  offset += SECRET_BYTES;
   return secret;
 }
 
