@@ -2,8 +2,8 @@ import { type ExpressionBuilder, type Kysely, type QueryCreator, sql, type Updat
 import { writesInWith } from '../db/dialect.ts';
 import { reusableQuery } from '../db/reusable-query.ts';
 import type { Schema, SessionsTable } from '../db/schema.ts';
-import { authenticatedClient, type ClientProof } from './clients.ts';
 import { hashSecret, newSecret } from '../secrets/random-secrets.ts';
+import { authenticatedClient, type ClientProof } from './clients.ts';
 import {
   type IssuedTokens,
   insertSession,

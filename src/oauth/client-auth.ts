@@ -3,10 +3,10 @@ import type { FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Schema } from '../db/schema.ts';
 import { isUuid, normalizeUuid } from '../http/uuid.ts';
+import { hashSecret } from '../secrets/random-secrets.ts';
 import { type Application, type ClientProof, findApplication } from './clients.ts';
 import { InvalidClient, InvalidRequest } from './errors.ts';
 import { readParams } from './params.ts';
-import { hashSecret } from '../secrets/random-secrets.ts';
 
 /** How clients authenticate, as RFC 8414 names the methods; every endpoint that takes a client accepts each. */
 export const CLIENT_AUTH_METHODS = ['none', 'client_secret_post', 'client_secret_basic'] as const;

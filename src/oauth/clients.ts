@@ -3,9 +3,9 @@ import type { Kysely, QueryCreator } from 'kysely';
 import { reusableQuery } from '../db/reusable-query.ts';
 import type { Schema } from '../db/schema.ts';
 import { isUuid, normalizeUuid } from '../http/uuid.ts';
+import { hashSecret, newSecret } from '../secrets/random-secrets.ts';
 import { redirectUriProblem } from './redirect-uris.ts';
 import { parseScopes } from './scopes.ts';
-import { hashSecret, newSecret } from '../secrets/random-secrets.ts';
 
 /** A registered application (an OAuth client). */
 export interface Application {

@@ -10,10 +10,10 @@ import { type EventOrigin, recordSecurityEvent, type SecurityEventKind } from '.
 import { lockKey } from '../db/locks.ts';
 import type { Schema } from '../db/schema.ts';
 import { isUuid, normalizeUuid } from '../http/uuid.ts';
+import { hashSecret, newSecret } from '../secrets/random-secrets.ts';
 import { type Application, toApplication } from './clients.ts';
 import { isRegisteredRedirectUri, redirectUriProblem } from './redirect-uris.ts';
 import { isScope, SCOPES } from './scopes.ts';
-import { hashSecret, newSecret } from '../secrets/random-secrets.ts';
 import { endApplicationSessions, endApplicationSessionsBeyond } from './sessions.ts';
 
 export const MAX_APPLICATIONS_PER_USER = 25;

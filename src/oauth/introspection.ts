@@ -1,11 +1,11 @@
 import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Schema } from '../db/schema.ts';
+import { hashSecret } from '../secrets/random-secrets.ts';
 import { authenticateClient, readCredentials } from './client-auth.ts';
 import { InvalidClient, InvalidRequest } from './errors.ts';
 import { readParams } from './params.ts';
 import { introspectionSchema } from './schemas.ts';
-import { hashSecret } from '../secrets/random-secrets.ts';
 import { ACCESS_TOKEN_TTL_MS, REFRESH_TOKEN_TTL_MS } from './sessions.ts';
 
 const seconds = (ms: number) => Math.floor(ms / 1000);

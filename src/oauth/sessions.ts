@@ -3,8 +3,8 @@ import { writesInWith } from '../db/dialect.ts';
 import { reusableQuery } from '../db/reusable-query.ts';
 import type { Schema } from '../db/schema.ts';
 import { uuidv7 } from '../http/uuid.ts';
-import { authenticatedClient, type ClientProof } from './clients.ts';
 import { hashSecret, newSecret } from '../secrets/random-secrets.ts';
+import { authenticatedClient, type ClientProof } from './clients.ts';
 
 // The token family model: a session is one user's grant to one application, holding one access
 // token and one refresh token (stored hashed), issued together and replaced together. Here it is

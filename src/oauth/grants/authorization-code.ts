@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import { type EventOrigin, recordSecurityEvent } from '../../accounts/security-events.ts';
 import type { AuthorizationCodesTable, Schema } from '../../db/schema.ts';
 import { uuidv7 } from '../../http/uuid.ts';
+import { hashSecret } from '../../secrets/random-secrets.ts';
 import {
   exchangeAuthorizationCode,
   exchangeCheckedAuthorizationCode,
@@ -10,7 +11,6 @@ import {
 } from '../authorization-codes.ts';
 import { InvalidGrant } from '../errors.ts';
 import { challengeOf, isCodeVerifier, verifierMatches } from '../pkce.ts';
-import { hashSecret } from '../../secrets/random-secrets.ts';
 import { endSession, type IssuedTokens } from '../sessions.ts';
 import { type FoldedGrantContext, type GrantContext, required } from './context.ts';
 
