@@ -23,7 +23,7 @@ import { validatorCompiler } from './http/validation.ts';
 import { legacyApi } from './legacy/index.ts';
 import { type MailPluginOptions, mail } from './mail/index.ts';
 import { discoveryRoute, oauthEndpoints } from './oauth/index.ts';
-import { findAccessToken } from './oauth/sessions.ts';
+import { applicationSessions, findAccessToken } from './oauth/sessions.ts';
 import { registerClasses } from './rest/routes.ts';
 import { Secrets } from './secrets/sealed.ts';
 import { loadSecretsKey, type SecretsKeySource } from './secrets/secrets-key.ts';
@@ -137,6 +137,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   backfillKeyPairs(app);
   app.decorate('config', config);
   app.decorate('database', database);
+  // accounts/ ends applications' sessions through this port; it never imports oauth/ (docs/decisions/0087).
+  app.decorate('applicationSessions', applicationSessions);
   app.decorate('redis', redis);
   if (redis) reportRedisOutages(app, redis);
   app.decorate('rateLimitNamespace', options.rateLimitNamespace ?? 'ratelimit:');

@@ -5,7 +5,7 @@
  * the sign-in service), writes in one transaction through each table's owning module, and records
  * its security event. Outcomes are unions the page turns into a section error or a redirect.
  */
-import { endAllSessionsOfUser, endSessionOfUser } from '../oauth/sessions.ts';
+
 import {
   type Account,
   AccountError,
@@ -14,6 +14,7 @@ import {
   setTotpSecret,
   storePasswordHash,
 } from './accounts.ts';
+import type { ApplicationSessions } from './application-sessions.ts';
 import { countBackupCodes, replaceBackupCodes } from './backup-codes.ts';
 import { hashPassword } from './passwords.ts';
 import { type NewSecurityEvent, recordSecurityEvent } from './security-events.ts';
@@ -35,7 +36,8 @@ import {
   type WebSession,
 } from './web-sessions.ts';
 
-export type AccountContext = SignInContext;
+/** The sign-in context, and the applications' sessions a change of the account may end. */
+export type AccountContext = SignInContext & { applicationSessions: ApplicationSessions };
 
 /** A new password (or other input) the rules refuse; `message` is shown next to the input. */
 export type Invalid = { kind: 'invalid'; message: string };
@@ -70,7 +72,7 @@ export async function changePassword(
     await storePasswordHash(trx, account.userId, passwordHash);
     await endOtherWebSessions(trx, account.userId, input.session?.token ?? null);
     return {
-      sessions: await endAllSessionsOfUser(trx, account.userId),
+      sessions: await ctx.applicationSessions.endAllOfUser(trx, account.userId),
       devices: await endAllDeviceTrust(trx, account.userId),
     };
   });
@@ -184,7 +186,7 @@ export async function endApplicationSession(
   account: Account,
   sessionId: string,
 ): Promise<boolean> {
-  const ended = await endSessionOfUser(ctx.db, account.userId, sessionId);
+  const ended = await ctx.applicationSessions.endOneOfUser(ctx.db, account.userId, sessionId);
   if (!ended) return false;
   await record(ctx, {
     kind: 'session_ended',

@@ -1,11 +1,11 @@
 import type { Kysely } from 'kysely';
 import { isUniqueViolation } from '../db/errors.ts';
 import type { Schema } from '../db/schema.ts';
-import { endAllSessionsOfUser } from '../oauth/sessions.ts';
 import type { Secrets } from '../secrets/sealed.ts';
 import type { SendAccountMail } from './account-mail.ts';
 import { maskEmailAddress } from './account-names.ts';
 import { AccountError, createAccount, findAccount, findAccountByLogin, storePasswordHash } from './accounts.ts';
+import type { ApplicationSessions } from './application-sessions.ts';
 import { endAllDeviceTrust } from './trusted-devices.ts';
 import { claimByFlow, claimByLink, endRequestsOfUser, issueRequest, restoreRequest } from './verification-requests.ts';
 import { endOtherWebSessions } from './web-sessions.ts';
@@ -115,6 +115,7 @@ export type ResetOutcome =
  */
 export async function completeReset(
   db: Kysely<Schema>,
+  applicationSessions: ApplicationSessions,
   send: SendAccountMail,
   input: { flowToken: string; passwordHash: string },
 ): Promise<ResetOutcome> {
@@ -124,7 +125,7 @@ export async function completeReset(
     const userId = request.user_id;
     if (!(await storePasswordHash(trx, userId, input.passwordHash))) return { kind: 'ended' } as const;
     await endOtherWebSessions(trx, userId, null);
-    const sessionsEnded = await endAllSessionsOfUser(trx, userId);
+    const sessionsEnded = await applicationSessions.endAllOfUser(trx, userId);
     const deviceTrustsEnded = await endAllDeviceTrust(trx, userId);
     await endRequestsOfUser(trx, userId);
     return { kind: 'reset', userId, sessionsEnded, deviceTrustsEnded } as const;

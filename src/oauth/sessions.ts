@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import type { ApplicationSessions } from '../accounts/application-sessions.ts';
 import { writesInWith } from '../db/dialect.ts';
 import { reusableQuery } from '../db/reusable-query.ts';
 import type { Schema } from '../db/schema.ts';
@@ -475,6 +476,12 @@ export async function endAllSessionsOfUser(db: Kysely<Schema>, userId: string): 
   const result = await db.deleteFrom('sessions').where('user_id', '=', userId).executeTakeFirst();
   return Number(result.numDeletedRows);
 }
+
+/** Provided to the account services (src/app.ts), which may not import oauth/ (docs/decisions/0087). */
+export const applicationSessions: ApplicationSessions = {
+  endOneOfUser: endSessionOfUser,
+  endAllOfUser: endAllSessionsOfUser,
+};
 
 /** Ends every session of an application (its tokens stop working at once); answers how many. */
 export async function endApplicationSessions(db: Kysely<Schema>, clientId: string): Promise<number> {

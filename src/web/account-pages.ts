@@ -20,7 +20,7 @@ import { returnAfterSignIn } from './apps-pages.ts';
 import { registerEmailChange } from './email-change.ts';
 import { field as formField, sendPage, tooManyAttempts, wrongCodeMessage } from './pages.ts';
 import { PASSKEY_NOTICES, passkeyAccountRoutes, passkeySectionView, passkeySignInView } from './passkey-pages.ts';
-import { signInContext } from './sign-in.ts';
+import { accountContext } from './sign-in.ts';
 import {
   endWebSession,
   forgetWebSession,
@@ -67,7 +67,7 @@ const formatTime = (ms: number) => `${new Date(ms).toISOString().slice(0, 16).re
 export async function accountPages(web: FastifyInstance): Promise<void> {
   const db = () => web.database.db;
   const csrf = { preHandler: web.csrfProtection };
-  const context = (request: FastifyRequest) => signInContext(request, { page: 'account' });
+  const context = (request: FastifyRequest) => accountContext(request, { page: 'account' });
 
   /** A refused password or code, as the sentence shown next to its input, and its status. */
   const refusal = (reply: FastifyReply, outcome: Wrong | Limited, what: 'password' | 'code'): [string, number] => {

@@ -243,7 +243,10 @@ export async function selfServicePages(web: FastifyInstance): Promise<void> {
         return again({ two_step_code: tooManyAttempts(reply, 'wrong codes', checked.retryAfterMs) }, 429);
       if (checked.kind === 'wrong') return again({ two_step_code: wrongCodeMessage(checked) }, 401);
     }
-    const outcome = await completeReset(db(), send, { flowToken: token, passwordHash: await hashPassword(password) });
+    const outcome = await completeReset(db(), request.server.applicationSessions, send, {
+      flowToken: token,
+      passwordHash: await hashPassword(password),
+    });
     clearFlowCookie(reply, 'reset');
     if (outcome.kind === 'ended') return forgotPage(reply, { step: 'email', error: { email: ENDED } }, 410);
     await recordSecurityEvent(db(), request, {

@@ -1,10 +1,14 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { AccountContext } from '../accounts/account-service.ts';
+import type { ApplicationSessions } from '../accounts/application-sessions.ts';
 import type { SignInContext, SignInLimits } from '../accounts/sign-in.ts';
 import { attemptLimit } from '../http/attempt-limits.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
     signInLimits: SignInLimits;
+    /** Provided by the wiring (src/app.ts) from src/oauth/, which accounts/ does not import. */
+    applicationSessions: ApplicationSessions;
   }
 }
 
@@ -33,4 +37,9 @@ export function signInContext(request: FastifyRequest, where: { page: string; cl
     limits: request.server.signInLimits,
     ...where,
   };
+}
+
+/** What the account services need: the sign-in context and the applications' sessions they may end. */
+export function accountContext(request: FastifyRequest, where: { page: string }): AccountContext {
+  return { ...signInContext(request, where), applicationSessions: request.server.applicationSessions };
 }
