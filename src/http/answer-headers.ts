@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { type CompressionOptions, compressor } from './compression.ts';
+import { lingerOverUnreadBody } from './unread-body.ts';
 
 declare module 'fastify' {
   interface RouteShorthandOptions {
@@ -16,7 +17,7 @@ declare module 'fastify' {
 /**
  * The one onSend hook of every answer: the headers every answer carries (the request id,
  * `nosniff`, `no-store` for an answer to a request with credentials, `Connection: close` while
- * the server shuts down), then compression (compression.ts). One hook, not two: each onSend hook
+ * the server shuts down or when the body is still unread (unread-body.ts), then compression (compression.ts). One hook, not two: each onSend hook
  * of a route costs every request a turn of Fastify's hook runner.
  */
 async function answerHeaders(app: FastifyInstance, options: CompressionOptions): Promise<void> {
@@ -46,6 +47,8 @@ async function answerHeaders(app: FastifyInstance, options: CompressionOptions):
       if (request.headers.authorization !== undefined || request.headers['x-service-token'] !== undefined)
         reply.header('cache-control', 'no-store');
       if (closing) reply.header('connection', 'close');
+      // An answer before the body was read (a 413 from Content-Length, a refused token) must not be lost to a reset.
+      if (!request.raw.complete) lingerOverUnreadBody(request.raw, (name, value) => reply.header(name, value));
       compress(request, reply, payload, done);
     },
   );

@@ -5,6 +5,7 @@ import type { Duplex } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { ApiError } from './errors.ts';
 import { HEAD_LIMIT } from './input-guard.ts';
+import { closeLingering, isLingering } from './unread-body.ts';
 
 /*
  * Errors that Node raises before Fastify sees a request (a malformed request line, headers over
@@ -67,7 +68,7 @@ export function answerClientError(
     else inFlight.shouldKeepAlive = false;
     return;
   }
-  if (lingering.has(socket)) return; // more of what was already refused
+  if (isLingering(socket)) return; // more of what was already refused (or answered before its body)
   const apiError = clientErrorFor(error.code);
   const requestId = randomUUID();
   this.log.info({ reqId: requestId, status: apiError.statusCode, parseError: error.code }, 'unparseable request');
@@ -75,19 +76,14 @@ export function answerClientError(
     const body = JSON.stringify(apiError.toBody());
     const status = `HTTP/1.1 ${apiError.statusCode} ${STATUS_CODES[apiError.statusCode]}`;
     const sent = mayHaveBody(error) ? body : '';
-    socket.end(`${status}\r\n${headerLines(requestId, apiError, sent)}\r\n\r\n${sent}`);
-    // A lingering close: what the client is still sending is read and dropped for a while, as
-    // closing with unread data makes the kernel reset the connection, and the client may lose
-    // our answer with it.
-    lingering.add(socket);
-    socket.setTimeout(LINGER_MS, () => socket.destroy());
+    socket.write(`${status}\r\n${headerLines(requestId, apiError, sent)}\r\n\r\n${sent}`);
+    // What the client is still sending is read and dropped for a while (unread-body.ts): closing
+    // with unread data makes the kernel reset the connection, and the client may lose our answer.
+    closeLingering(socket);
     return;
   }
   socket.destroy();
 }
-
-const LINGER_MS = 5_000;
-const lingering = new WeakSet<Socket>();
 
 /**
  * Whether the refused request was not a HEAD, as far as can be told: Node hands over only the
