@@ -42,12 +42,30 @@ export async function createAccount(
   input: { username: string; email: string; password: string; totpSecret?: string },
   secrets: Secrets,
 ): Promise<string> {
+  checkNameAndAddress(input);
+  await checkNewPassword(input.password, [input.username, input.email]);
+  return insertAccount(db, input, secrets);
+}
+
+function checkNameAndAddress(input: { username: string; email: string }): void {
   if (!USERNAME.test(input.username))
     throw new AccountError(
       `The username must be ${USERNAME_MIN_LENGTH} to ${USERNAME_MAX_LENGTH} letters, digits, dots, dashes or underscores`,
     );
   if (!EMAIL.test(input.email) || input.email.length > 254) throw new AccountError('The email address is not valid');
-  await checkNewPassword(input.password, [input.username, input.email]);
+}
+
+/**
+ * Creates the account whose password the caller has checked already (checkNewPassword): hashes it
+ * and makes the key pair. Throws an AccountError for a bad name, address or TOTP secret, or when
+ * the username or address is taken.
+ */
+export async function insertAccount(
+  db: Kysely<Schema>,
+  input: { username: string; email: string; password: string; totpSecret?: string },
+  secrets: Secrets,
+): Promise<string> {
+  checkNameAndAddress(input);
   if (input.totpSecret !== undefined && !isBase32Secret(input.totpSecret))
     throw new AccountError('The TOTP secret must be base32, at least 16 characters');
   const userId = randomUUID();
