@@ -1,6 +1,8 @@
 /**
- * The checks of what a person types as an e-mail address or a username on the self-service pages.
- * Each answers the value to use, or the reason to show next to the input.
+ * The rules of e-mail addresses and usernames, and the checks of what a person types as one on the
+ * self-service pages (each answers the value to use, or the reason to show next to the input).
+ * Imports nothing: src/classes/schemas.ts, which the client library compiles, takes the username
+ * rule from here.
  */
 
 export type Checked = { ok: true; value: string } | { ok: false; reason: string };
@@ -26,8 +28,14 @@ export function checkEmailAddress(input: string): Checked {
   return { ok: true, value: value.toLowerCase() };
 }
 
-/** Today's usernames (accounts.ts USERNAME): ASCII only, so look-alike letters of other scripts cannot be used. */
-const USERNAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{2,31}$/;
+export const USERNAME_MIN_LENGTH = 3;
+export const USERNAME_MAX_LENGTH = 32;
+/**
+ * The username rule, as a JSON Schema pattern (the REST User class) and as USERNAME: ASCII only, so
+ * look-alike letters of other scripts cannot be used; a letter or digit first.
+ */
+export const USERNAME_PATTERN = `^[A-Za-z0-9][A-Za-z0-9_.-]{${USERNAME_MIN_LENGTH - 1},${USERNAME_MAX_LENGTH - 1}}$`;
+export const USERNAME = new RegExp(USERNAME_PATTERN);
 
 /**
  * A username a person may choose. Letters of other alphabets (Cyrillic 'а' for Latin 'a'),
@@ -45,7 +53,8 @@ export function checkUsername(input: string): Checked {
       reason: `A username uses only the plain letters A–Z, digits, dots, dashes and underscores: letters from other alphabets, accented or fullwidth letters look like others and are not allowed${hint}.`,
     };
   }
-  if (value.length < 3 || value.length > 32) return { ok: false, reason: 'A username has 3 to 32 characters.' };
+  if (value.length < USERNAME_MIN_LENGTH || value.length > USERNAME_MAX_LENGTH)
+    return { ok: false, reason: `A username has ${USERNAME_MIN_LENGTH} to ${USERNAME_MAX_LENGTH} characters.` };
   if (!USERNAME.test(value))
     return {
       ok: false,

@@ -3,6 +3,7 @@ import { type Kysely, sql } from 'kysely';
 import { isUniqueViolation } from '../db/errors.ts';
 import type { Schema } from '../db/schema.ts';
 import type { Secrets } from '../secrets/sealed.ts';
+import { USERNAME, USERNAME_MAX_LENGTH, USERNAME_MIN_LENGTH } from './account-names.ts';
 import { removeBackupCodes } from './backup-codes.ts';
 import { newAccountKeyPair } from './key-pair.ts';
 import { passwordRefusal } from './password-rules.ts';
@@ -21,7 +22,6 @@ export interface Account {
 
 export class AccountError extends Error {}
 
-export const USERNAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{2,31}$/;
 const EMAIL = /^[^\s@]{1,64}@[^\s@]+\.[^\s@]{2,}$/;
 
 /**
@@ -42,10 +42,30 @@ export async function createAccount(
   input: { username: string; email: string; password: string; totpSecret?: string },
   secrets: Secrets,
 ): Promise<string> {
-  if (!USERNAME.test(input.username))
-    throw new AccountError('The username must be 3 to 32 letters, digits, dots, dashes or underscores');
-  if (!EMAIL.test(input.email) || input.email.length > 254) throw new AccountError('The email address is not valid');
+  checkNameAndAddress(input);
   await checkNewPassword(input.password, [input.username, input.email]);
+  return insertAccount(db, input, secrets);
+}
+
+function checkNameAndAddress(input: { username: string; email: string }): void {
+  if (!USERNAME.test(input.username))
+    throw new AccountError(
+      `The username must be ${USERNAME_MIN_LENGTH} to ${USERNAME_MAX_LENGTH} letters, digits, dots, dashes or underscores`,
+    );
+  if (!EMAIL.test(input.email) || input.email.length > 254) throw new AccountError('The email address is not valid');
+}
+
+/**
+ * Creates the account whose password the caller has checked already (checkNewPassword): hashes it
+ * and makes the key pair. Throws an AccountError for a bad name, address or TOTP secret, or when
+ * the username or address is taken.
+ */
+export async function insertAccount(
+  db: Kysely<Schema>,
+  input: { username: string; email: string; password: string; totpSecret?: string },
+  secrets: Secrets,
+): Promise<string> {
+  checkNameAndAddress(input);
   if (input.totpSecret !== undefined && !isBase32Secret(input.totpSecret))
     throw new AccountError('The TOTP secret must be base32, at least 16 characters');
   const userId = randomUUID();

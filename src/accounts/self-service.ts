@@ -3,22 +3,56 @@ import { isUniqueViolation } from '../db/errors.ts';
 import type { Schema } from '../db/schema.ts';
 import type { Secrets } from '../secrets/sealed.ts';
 import type { SendAccountMail } from './account-mail.ts';
-import { maskEmailAddress } from './account-names.ts';
-import { AccountError, createAccount, findAccount, findAccountByLogin, storePasswordHash } from './accounts.ts';
-import type { ApplicationSessions } from './application-sessions.ts';
+import { checkUsername, maskEmailAddress } from './account-names.ts';
+import type { AccountContext } from './account-service.ts';
+import {
+  type Account,
+  AccountError,
+  findAccount,
+  findAccountByLogin,
+  insertAccount,
+  storePasswordHash,
+} from './accounts.ts';
+import { passwordRefusal } from './password-rules.ts';
+import { hashPassword } from './passwords.ts';
+import { type NewSecurityEvent, recordSecurityEvent } from './security-events.ts';
+import { checkTwoStepCode, type Limited, type Wrong } from './sign-in.ts';
 import { endAllDeviceTrust } from './trusted-devices.ts';
-import { claimByFlow, claimByLink, endRequestsOfUser, issueRequest, restoreRequest } from './verification-requests.ts';
+import {
+  claimByFlow,
+  claimByLink,
+  endRequestsOfUser,
+  findByFlow,
+  issueRequest,
+  restoreRequest,
+} from './verification-requests.ts';
 import { endOtherWebSessions } from './web-sessions.ts';
 
 /**
  * Sign-up, password reset and e-mail change (DESIGN "Self-service accounts"): what each step does
- * to the accounts and which message it sends. The pages parse the forms and show the outcome.
+ * to the accounts, which message it sends and which security event it records (details: the
+ * page that asks). The pages parse the forms, call one step each and show its outcome; they never
+ * check or hash a password or record an event themselves.
  */
 
 export interface Links {
   /** BASE_URL, without a trailing slash. */
   baseUrl: string;
 }
+
+/**
+ * What a completing step needs: the account context (the database, the request's IP and log, the
+ * sign-in limits, the page that asks, the applications' sessions a reset ends), the account
+ * messages' sender and links, and the secrets key (a new account's key pair).
+ */
+export type SelfServiceContext = AccountContext & { secrets: Secrets; send: SendAccountMail; links: Links };
+
+const record = (ctx: Pick<SelfServiceContext, 'db' | 'ip' | 'log' | 'page'>, event: NewSecurityEvent) =>
+  recordSecurityEvent(
+    ctx.db,
+    { ip: ctx.ip, ...(ctx.log ? { log: ctx.log } : {}) },
+    { ...event, details: { page: ctx.page, ...event.details } },
+  );
 
 const verifyLink = (links: Links, token: string) => `${links.baseUrl}/account/verify?token=${token}`;
 
@@ -60,80 +94,117 @@ export async function requestCode(
   return outcome === 'sent' ? { kind: 'sent', flowToken: issued.flowToken } : { kind: 'mail failed' };
 }
 
+/** An input the rules refuse; `message` is shown next to `field`. */
+export type Invalid<Field extends string> = { kind: 'invalid'; field: Field; message: string };
+
 export type SignUpOutcome =
-  | { kind: 'created'; userId: string; username: string; returnTo: string | null }
+  /** `account` is undefined only when the new account was deleted at once (by an operator). */
+  | { kind: 'created'; userId: string; account: Account | undefined; returnTo: string | null }
+  | Invalid<'username' | 'password'>
   | { kind: 'username taken' }
   | { kind: 'email taken' }
   /** The proof expired or was used (by another tab, another browser). */
   | { kind: 'ended' };
 
 /**
- * Creates the account of a proven sign-up. The request is claimed first (one DELETE … RETURNING:
- * a second submission finds nothing and cannot create a second account); the account is then
- * created with its key pair (createAccount), outside any transaction so no lock is held while the
- * key is made. Should that fail (a username or address taken meanwhile), the claimed request is
- * put back, so the person can choose another name.
+ * Creates the account of a proven sign-up from the username and password typed (the username
+ * rule, then the password rules with the name and the proven address as known words). The request
+ * is claimed first (one DELETE … RETURNING: a second submission finds nothing and cannot create a
+ * second account); the account is then created with its key pair (insertAccount, which hashes the
+ * password), outside any transaction so no lock is held while the key is made. Should that fail (a
+ * username or address taken meanwhile), the claimed request is put back, so the person can choose
+ * another name. Records signed_up.
  */
 export async function completeSignUp(
-  db: Kysely<Schema>,
-  secrets: Secrets,
-  send: SendAccountMail,
-  links: Links,
+  ctx: SelfServiceContext,
   input: { flowToken: string; username: string; password: string },
 ): Promise<SignUpOutcome> {
-  if (await findAccountByLogin(db, input.username)) return { kind: 'username taken' };
+  const { db } = ctx;
+  const proven = await findByFlow(db, 'sign_up', input.flowToken, 'verified');
+  if (!proven) return { kind: 'ended' };
+  const username = checkUsername(input.username);
+  if (!username.ok) return { kind: 'invalid', field: 'username', message: username.reason };
+  const refusal = await passwordRefusal(input.password, [username.value, proven.address]);
+  if (refusal !== undefined) return { kind: 'invalid', field: 'password', message: `${refusal}.` };
+  if (await findAccountByLogin(db, username.value)) return { kind: 'username taken' };
   const request = await claimByFlow(db, 'sign_up', input.flowToken);
   if (!request) return { kind: 'ended' };
   let userId: string;
   try {
-    userId = await createAccount(
+    userId = await insertAccount(
       db,
-      { username: input.username, email: request.address, password: input.password },
-      secrets,
+      { username: username.value, email: request.address, password: input.password },
+      ctx.secrets,
     );
   } catch (error) {
     await restoreRequest(db, request);
     if (!(error instanceof AccountError) && !isUniqueViolation(error)) throw error;
-    return (await findAccountByLogin(db, input.username)) ? { kind: 'username taken' } : { kind: 'email taken' };
+    return (await findAccountByLogin(db, username.value)) ? { kind: 'username taken' } : { kind: 'email taken' };
   }
-  await send(request.address, {
+  await record(ctx, { kind: 'signed_up', userId });
+  await ctx.send(request.address, {
     kind: 'welcome',
-    data: { username: input.username, accountLink: `${links.baseUrl}/account` },
+    data: { username: username.value, accountLink: `${ctx.links.baseUrl}/account` },
   });
-  return { kind: 'created', userId, username: input.username, returnTo: request.return_to };
+  return { kind: 'created', userId, account: await findAccount(db, userId), returnTo: request.return_to };
 }
+
+export type ResetRefusal = Invalid<'password'> | Wrong | Limited;
 
 export type ResetOutcome =
   | { kind: 'reset'; userId: string; sessionsEnded: number; deviceTrustsEnded: number }
+  /** `twoStep`: the account asks for a two-step code with its new password (the form shows the input). */
+  | (ResetRefusal & { twoStep: boolean })
   | { kind: 'ended' };
 
 /**
- * Sets the new password of a proven reset (hashed beforehand) and ends everything signed in with
- * the old one: every browser sign-in, application session and device trust, and every other
+ * Sets the new password of a proven reset: the password rules (with the account's name and
+ * address as known words), then, when the account has two-step on, a current code or a backup code
+ * under the sign-in's code limits; then the password is hashed and everything signed in with the
+ * old one ends: every browser sign-in, application session and device trust, and every other
  * request of the account. One transaction, which begins by claiming the request: of two racing
- * resets only one does anything.
+ * resets only one does anything. Records password_reset.
  */
 export async function completeReset(
-  db: Kysely<Schema>,
-  applicationSessions: ApplicationSessions,
-  send: SendAccountMail,
-  input: { flowToken: string; passwordHash: string },
+  ctx: SelfServiceContext,
+  input: { flowToken: string; password: string; twoStepCode: string },
 ): Promise<ResetOutcome> {
+  const { db } = ctx;
+  const proven = await findByFlow(db, 'reset', input.flowToken, 'verified');
+  const account = proven?.user_id ? await findAccount(db, proven.user_id) : undefined;
+  if (!account) return { kind: 'ended' };
+  const twoStep = account.totpSecret !== null;
+  const refusal = await passwordRefusal(input.password, [account.username, account.email]);
+  if (refusal !== undefined) return { kind: 'invalid', field: 'password', message: `${refusal}.`, twoStep };
+  if (twoStep) {
+    // The code check's own events name this step 'reset', as they did when the page asked for it.
+    const checked = await checkTwoStepCode({ ...ctx, page: 'reset' }, account, input.twoStepCode);
+    if (checked.kind !== 'right') return { ...checked, twoStep };
+  }
+  const passwordHash = await hashPassword(input.password);
   const outcome = await db.transaction().execute(async (trx) => {
     const request = await claimByFlow(trx, 'reset', input.flowToken);
     if (!request?.user_id) return { kind: 'ended' } as const;
     const userId = request.user_id;
-    if (!(await storePasswordHash(trx, userId, input.passwordHash))) return { kind: 'ended' } as const;
+    if (!(await storePasswordHash(trx, userId, passwordHash))) return { kind: 'ended' } as const;
     await endOtherWebSessions(trx, userId, null);
-    const sessionsEnded = await applicationSessions.endAllOfUser(trx, userId);
+    const sessionsEnded = await ctx.applicationSessions.endAllOfUser(trx, userId);
     const deviceTrustsEnded = await endAllDeviceTrust(trx, userId);
     await endRequestsOfUser(trx, userId);
     return { kind: 'reset', userId, sessionsEnded, deviceTrustsEnded } as const;
   });
-  if (outcome.kind === 'reset') {
-    const account = await findAccount(db, outcome.userId);
-    if (account?.email) await send(account.email, { kind: 'password-changed', data: { username: account.username } });
-  }
+  if (outcome.kind === 'ended') return outcome;
+  await record(ctx, {
+    kind: 'password_reset',
+    userId: outcome.userId,
+    details: {
+      two_step: twoStep,
+      sessions_ended: outcome.sessionsEnded,
+      device_trusts_ended: outcome.deviceTrustsEnded,
+    },
+  });
+  const changed = await findAccount(db, outcome.userId);
+  if (changed?.email) await ctx.send(changed.email, { kind: 'password-changed', data: { username: changed.username } });
   return outcome;
 }
 
@@ -176,10 +247,15 @@ export type EmailChangeOutcome =
 /**
  * Opens an e-mail change link: the claim, the new address and the end of the account's other
  * requests are one transaction (taken meanwhile: nothing changes and the link still works later).
+ * Records email_changed.
  */
-export async function confirmEmailChange(db: Kysely<Schema>, linkToken: string): Promise<EmailChangeOutcome> {
+export async function confirmEmailChange(
+  ctx: Pick<SelfServiceContext, 'db' | 'ip' | 'log' | 'page'>,
+  linkToken: string,
+): Promise<EmailChangeOutcome> {
+  let outcome: EmailChangeOutcome;
   try {
-    return await db.transaction().execute(async (trx) => {
+    outcome = await ctx.db.transaction().execute(async (trx) => {
       const request = await claimByLink(trx, 'email_change', linkToken);
       if (!request?.user_id) return { kind: 'ended' } as const;
       const account = await findAccount(trx, request.user_id);
@@ -193,4 +269,6 @@ export async function confirmEmailChange(db: Kysely<Schema>, linkToken: string):
     if (isUniqueViolation(error)) return { kind: 'taken' };
     throw error;
   }
+  if (outcome.kind === 'changed') await record(ctx, { kind: 'email_changed', userId: outcome.userId });
+  return outcome;
 }

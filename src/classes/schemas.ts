@@ -1,11 +1,11 @@
 /**
  * The JSON shapes of the v4 classes' properties: the server validates and documents with these
  * (src/classes/*.ts) and the client library (client/) derives its types from them. Only TypeBox
- * may be imported here, so the client can compile this file without the server.
+ * and the import-free rules of src/accounts/account-names.ts may be imported here, so the client
+ * can compile this file without the server.
  */
 import { Type } from 'typebox';
-
-export const USERNAME_PATTERN = '^[A-Za-z0-9][A-Za-z0-9_.-]{2,31}$';
+import { USERNAME_PATTERN } from '../accounts/account-names.ts';
 
 const uuid = () => Type.String({ format: 'uuid' });
 const timestamp = () => Type.String({ format: 'date-time' });

@@ -1,11 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { checkEmailAddress, checkUsername } from '../accounts/account-names.ts';
+import { checkEmailAddress } from '../accounts/account-names.ts';
 import { findAccount } from '../accounts/accounts.ts';
-import { passwordRefusal } from '../accounts/password-rules.ts';
-import { hashPassword } from '../accounts/passwords.ts';
-import { recordSecurityEvent } from '../accounts/security-events.ts';
 import { completeReset, completeSignUp, confirmEmailChange, requestCode } from '../accounts/self-service.ts';
-import { checkTwoStepCode } from '../accounts/sign-in.ts';
 import { findByFlow, findByLink, type Purpose, proveByCode, proveByLink } from '../accounts/verification-requests.ts';
 import { sendMessage, sendPage, tooManyAttempts, wrongCodeMessage } from './pages.ts';
 import {
@@ -15,10 +11,10 @@ import {
   field,
   flowToken,
   safeReturnTo,
+  selfServiceContext,
   setFlowCookie,
   signUpOpen,
 } from './self-service-support.ts';
-import { signInContext } from './sign-in.ts';
 import { startBrowserSignIn } from './web-sessions.ts';
 
 const SIGN_UP = '/account/sign-up';
@@ -26,12 +22,6 @@ const FORGOT = '/account/forgot';
 const VERIFY = '/account/verify';
 
 type FormRequest = FastifyRequest<{ Body: Record<string, unknown> | undefined }>;
-
-/** The reason a new password is refused (the password rules, with the person's name and address as known words), or undefined. */
-async function passwordProblem(password: string, userInputs: readonly (string | null)[]): Promise<string | undefined> {
-  const refusal = await passwordRefusal(password, userInputs);
-  return refusal === undefined ? undefined : `${refusal}.`;
-}
 
 const MAIL_FAILED = 'We could not send the e-mail just now. Nothing was changed: please try again in a few minutes.';
 const ENDED =
@@ -117,21 +107,17 @@ export async function selfServicePages(web: FastifyInstance): Promise<void> {
 
     web.post<{ Body: Record<string, unknown> | undefined }>(`${SIGN_UP}/details`, csrf, async (request, reply) => {
       const token = flowToken(request, 'sign_up');
-      const proven = await findByFlow(db(), 'sign_up', token, 'verified');
-      if (!proven || !token) return signUpPage(reply, { step: 'email', error: { email: ENDED } }, 410);
       const typed = field(request, 'username').slice(0, 100);
+      const outcome = token
+        ? await completeSignUp(selfServiceContext(request, 'sign_up'), {
+            flowToken: token,
+            username: typed,
+            password: field(request, 'password'),
+          })
+        : ({ kind: 'ended' } as const);
       const again = (error: SignUpView['error'], status: number) =>
         signUpPage(reply, { step: 'details', username: typed, error }, status);
-      const username = checkUsername(typed);
-      if (!username.ok) return again({ username: username.reason }, 400);
-      const password = field(request, 'password');
-      const problem = await passwordProblem(password, [username.value, proven.address]);
-      if (problem) return again({ password: problem }, 400);
-      const outcome = await completeSignUp(db(), web.secrets, send, links, {
-        flowToken: token,
-        username: username.value,
-        password,
-      });
+      if (outcome.kind === 'invalid') return again({ [outcome.field]: outcome.message }, 400);
       if (outcome.kind === 'username taken')
         return again(
           {
@@ -146,14 +132,8 @@ export async function selfServicePages(web: FastifyInstance): Promise<void> {
           409,
         );
       if (outcome.kind === 'ended') return signUpPage(reply, { step: 'email', error: { email: ENDED } }, 410);
-      const account = await findAccount(db(), outcome.userId);
-      if (account) await startBrowserSignIn(request, reply, { kind: 'signed_in', account });
+      if (outcome.account) await startBrowserSignIn(request, reply, { kind: 'signed_in', account: outcome.account });
       clearFlowCookie(reply, 'sign_up');
-      await recordSecurityEvent(db(), request, {
-        kind: 'signed_up',
-        userId: outcome.userId,
-        details: { page: 'sign_up' },
-      });
       return seeOther(reply, safeReturnTo(outcome.returnTo) ?? '/account');
     });
   }
@@ -223,42 +203,26 @@ export async function selfServicePages(web: FastifyInstance): Promise<void> {
   });
 
   web.post<{ Body: Record<string, unknown> | undefined }>(`${FORGOT}/password`, csrf, async (request, reply) => {
-    const proven = await provenReset(request);
-    if (!proven) return forgotPage(reply, { step: 'email', error: { email: ENDED } }, 410);
-    const { account, token } = proven;
-    const twoStep = account.totpSecret !== null;
-    const again = (error: ForgotView['error'], status: number) =>
-      forgotPage(reply, { step: 'password', twoStep, error }, status);
-    const password = field(request, 'new_password');
-    const problem = await passwordProblem(password, [account.username, account.email]);
-    if (problem) return again({ new_password: problem }, 400);
-    if (twoStep) {
-      // A current TOTP code or a backup code, under the sign-in's code limits.
-      const checked = await checkTwoStepCode(
-        signInContext(request, { page: 'reset' }),
-        account,
-        field(request, 'two_step_code'),
-      );
-      if (checked.kind === 'limited')
-        return again({ two_step_code: tooManyAttempts(reply, 'wrong codes', checked.retryAfterMs) }, 429);
-      if (checked.kind === 'wrong') return again({ two_step_code: wrongCodeMessage(checked) }, 401);
-    }
-    const outcome = await completeReset(db(), request.server.applicationSessions, send, {
+    const token = flowToken(request, 'reset');
+    if (!token) return forgotPage(reply, { step: 'email', error: { email: ENDED } }, 410);
+    const outcome = await completeReset(selfServiceContext(request, 'forgot'), {
       flowToken: token,
-      passwordHash: await hashPassword(password),
+      password: field(request, 'new_password'),
+      twoStepCode: field(request, 'two_step_code'),
     });
+    if (outcome.kind === 'ended') {
+      clearFlowCookie(reply, 'reset');
+      return forgotPage(reply, { step: 'email', error: { email: ENDED } }, 410);
+    }
+    if (outcome.kind !== 'reset') {
+      const again = (error: ForgotView['error'], status: number) =>
+        forgotPage(reply, { step: 'password', twoStep: outcome.twoStep, error }, status);
+      if (outcome.kind === 'invalid') return again({ new_password: outcome.message }, 400);
+      if (outcome.kind === 'limited')
+        return again({ two_step_code: tooManyAttempts(reply, 'wrong codes', outcome.retryAfterMs) }, 429);
+      return again({ two_step_code: wrongCodeMessage(outcome) }, 401);
+    }
     clearFlowCookie(reply, 'reset');
-    if (outcome.kind === 'ended') return forgotPage(reply, { step: 'email', error: { email: ENDED } }, 410);
-    await recordSecurityEvent(db(), request, {
-      kind: 'password_reset',
-      userId: outcome.userId,
-      details: {
-        page: 'forgot',
-        two_step: twoStep,
-        sessions_ended: outcome.sessionsEnded,
-        device_trusts_ended: outcome.deviceTrustsEnded,
-      },
-    });
     return sendMessage(
       reply,
       'Your password was changed',
@@ -293,7 +257,7 @@ export async function selfServicePages(web: FastifyInstance): Promise<void> {
     const found = await findByLink(db(), token);
     if (!found || (found.purpose === 'sign_up' && !signUpOpen(web))) return deadLink(reply);
     if (found.purpose === 'email_change') {
-      const outcome = await confirmEmailChange(db(), token);
+      const outcome = await confirmEmailChange(selfServiceContext(request, 'verify'), token);
       if (outcome.kind === 'ended') return deadLink(reply);
       if (outcome.kind === 'taken')
         return sendMessage(
@@ -302,11 +266,6 @@ export async function selfServicePages(web: FastifyInstance): Promise<void> {
           'Another account uses this e-mail address now, so yours was not changed.',
           409,
         );
-      await recordSecurityEvent(db(), request, {
-        kind: 'email_changed',
-        userId: outcome.userId,
-        details: { page: 'verify' },
-      });
       return sendMessage(reply, 'E-mail address changed', `Your account's e-mail address is now ${outcome.newEmail}.`);
     }
     const outcome = await proveByLink(db(), found);

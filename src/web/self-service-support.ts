@@ -1,8 +1,10 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AccountMail, SendAccountMail } from '../accounts/account-mail.ts';
+import type { SelfServiceContext } from '../accounts/self-service.ts';
 import { type AttemptLimit, attemptLimit, countAttempt } from '../http/attempt-limits.ts';
 import type { MailData, MailKind } from '../mail/index.ts';
 import { field as formField } from './pages.ts';
+import { accountContext } from './sign-in.ts';
 
 /** What the self-service pages share: their request limits, the mail sender, the flow cookies and the return address. */
 
@@ -40,6 +42,17 @@ export function accountMailer(web: FastifyInstance): SendAccountMail {
   const send = <Kind extends MailKind>(to: string, mail: { kind: Kind; data: MailData[Kind] }) =>
     web.mail.send(mail.kind, to, mail.data);
   return async (to: string, mail: AccountMail) => (await send(to, mail)).outcome;
+}
+
+/** What the self-service steps need from a page's request; `page` names it in the security events. */
+export function selfServiceContext(request: FastifyRequest, page: string): SelfServiceContext {
+  const web = request.server;
+  return {
+    ...accountContext(request, { page }),
+    secrets: web.secrets,
+    send: accountMailer(web),
+    links: { baseUrl: web.config.baseUrl },
+  };
 }
 
 /** The browser's place in a sign-up or reset (a flow token of verification-requests), per purpose. */
