@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type Kysely, sql } from 'kysely';
+import { type Expression, expressionBuilder, type Kysely, sql } from 'kysely';
 import { isUniqueViolation } from '../db/errors.ts';
 import type { Schema } from '../db/schema.ts';
 import type { Secrets } from '../secrets/sealed.ts';
@@ -99,6 +99,14 @@ export async function findAccountByLogin(db: Kysely<Schema>, login: string): Pro
 export async function findAccount(db: Kysely<Schema>, userId: string): Promise<Account | undefined> {
   const row = await db.selectFrom('users').select(accountColumns).where('user_id', '=', userId).executeTakeFirst();
   return row && toAccount(row);
+}
+
+/**
+ * The username of the user `userId` names (null when it has none, or there is no such user), as a
+ * subquery: another feature selects it within its own statement rather than joining `users`.
+ */
+export function usernameOf(userId: Expression<string>) {
+  return expressionBuilder<Schema>().selectFrom('users').select('users.username').where('users.user_id', '=', userId);
 }
 
 /** Runs `work` in the caller's transaction when `db` is one, else in a new transaction. */
