@@ -3,6 +3,7 @@ import { registerAjvFormats, type TypeBoxTypeProvider } from '@fastify/type-prov
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { DestinationStream } from 'pino';
+import type { ApplicationSessions } from './accounts/application-sessions.ts';
 import { giveKeyPairsToAccountsWithout, hasKeysSealedUnderAnotherKey } from './accounts/key-pair.ts';
 import { classes } from './classes/index.ts';
 import type { Config } from './config.ts';
@@ -41,6 +42,8 @@ declare module 'fastify' {
     purger: Purger;
     /** Seals and opens secrets kept at rest (AES-256-GCM under SECRETS_KEY). */
     secrets: Secrets;
+    /** Applications' sessions as accounts/ ends them: provided from src/oauth/, which accounts/ does not import. */
+    applicationSessions: ApplicationSessions;
   }
 }
 

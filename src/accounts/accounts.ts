@@ -109,6 +109,27 @@ export function usernameOf(userId: Expression<string>) {
   return expressionBuilder<Schema>().selectFrom('users').select('users.username').where('users.user_id', '=', userId);
 }
 
+/** What a user may change about itself through the v4 User class; an absent field stays. */
+export interface ProfileChange {
+  username?: string | null;
+  /** SPKI PEM (public-key.ts normalizes it); the sealed private key opens only with the key it was made with. */
+  publicKey?: string | null;
+}
+
+/**
+ * Changes the user's username and/or public key; false when there is no such user. A username
+ * taken by another account (in any case) fails with the database's unique violation.
+ */
+export async function changeProfile(db: Kysely<Schema>, userId: string, change: ProfileChange): Promise<boolean> {
+  const values = {
+    ...(change.username !== undefined ? { username: change.username } : {}),
+    ...(change.publicKey !== undefined ? { public_key: change.publicKey } : {}),
+  };
+  if (Object.keys(values).length === 0) return (await findAccount(db, userId)) !== undefined;
+  const result = await db.updateTable('users').set(values).where('user_id', '=', userId).executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}
+
 /** Runs `work` in the caller's transaction when `db` is one, else in a new transaction. */
 const inTransaction = <T>(db: Kysely<Schema>, work: (trx: Kysely<Schema>) => Promise<T>): Promise<T> =>
   db.isTransaction ? work(db) : db.transaction().execute(work);
