@@ -3,12 +3,14 @@ import { registerAjvFormats, type TypeBoxTypeProvider } from '@fastify/type-prov
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { DestinationStream } from 'pino';
+import type { ApplicationSessions } from './accounts/application-sessions.ts';
 import { giveKeyPairsToAccountsWithout, hasKeysSealedUnderAnotherKey } from './accounts/key-pair.ts';
+import { ACCOUNTS_EXPIRING_ROWS } from './accounts/purge.ts';
 import { classes } from './classes/index.ts';
 import type { Config } from './config.ts';
 import { type Database, openDatabase } from './db/connection.ts';
 import { migrateToLatest } from './db/migrate.ts';
-import { Purger } from './db/purge.ts';
+import { type ExpiringRows, Purger } from './db/purge.ts';
 import { ensureSearchIndexes } from './db/search-indexes.ts';
 import { answerHeadersPlugin } from './http/answer-headers.ts';
 import { apiErrorForThrown, installErrorModel, sendError } from './http/error-handler.ts';
@@ -23,6 +25,7 @@ import { validatorCompiler } from './http/validation.ts';
 import { legacyApi } from './legacy/index.ts';
 import { type MailPluginOptions, mail } from './mail/index.ts';
 import { discoveryRoute, oauthEndpoints } from './oauth/index.ts';
+import { OAUTH_EXPIRING_ROWS } from './oauth/purge.ts';
 import { applicationSessions, findAccessToken } from './oauth/sessions.ts';
 import { registerClasses } from './rest/routes.ts';
 import { Secrets } from './secrets/sealed.ts';
@@ -41,6 +44,8 @@ declare module 'fastify' {
     purger: Purger;
     /** Seals and opens secrets kept at rest (AES-256-GCM under SECRETS_KEY). */
     secrets: Secrets;
+    /** Applications' sessions as accounts/ ends them: provided from src/oauth/, which accounts/ does not import. */
+    applicationSessions: ApplicationSessions;
   }
 }
 
@@ -61,6 +66,9 @@ export interface AppOptions {
 }
 
 registerAjvFormats();
+
+/** Every table that grows with use and when its rows are dead, as each owning feature lists them. */
+export const EXPIRING_ROWS: readonly ExpiringRows[] = [...OAUTH_EXPIRING_ROWS, ...ACCOUNTS_EXPIRING_ROWS];
 
 function trustHops(count: number) {
   return (_address: string, hop: number) => hop < count;
@@ -142,7 +150,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.decorate('redis', redis);
   if (redis) reportRedisOutages(app, redis);
   app.decorate('rateLimitNamespace', options.rateLimitNamespace ?? 'ratelimit:');
-  const purger = new Purger(database.db, app.log, { intervalMs: options.purgeIntervalMs });
+  const purger = new Purger(database.db, EXPIRING_ROWS, app.log, { intervalMs: options.purgeIntervalMs });
   app.decorate('purger', purger);
   app.addHook('onListen', async () => purger.start());
   app.addHook('onClose', async () => {

@@ -39,10 +39,13 @@ import {
 /** The sign-in context, and the applications' sessions a change of the account may end. */
 export type AccountContext = SignInContext & { applicationSessions: ApplicationSessions };
 
+/** What recording an event of the account takes: the database, where the request comes from, which page (or 'api'). */
+type RecordContext = Pick<AccountContext, 'db' | 'ip' | 'log' | 'page'>;
+
 /** A new password (or other input) the rules refuse; `message` is shown next to the input. */
 export type Invalid = { kind: 'invalid'; message: string };
 
-const record = (ctx: AccountContext, event: NewSecurityEvent) =>
+const record = (ctx: RecordContext, event: NewSecurityEvent) =>
   recordSecurityEvent(
     ctx.db,
     { ip: ctx.ip, ...(ctx.log ? { log: ctx.log } : {}) },
@@ -180,10 +183,13 @@ export async function backupCodesOnPage(
   return { left: await countBackupCodes(ctx.db, account.userId), shown };
 }
 
-/** Signs one application out of the account (its OAuth session); false when it holds none (any more). */
+/**
+ * Signs one application out of the account (its OAuth session); false when it holds none (any
+ * more). The account page and the v4 API (DELETE /v4/sessions/<id>) both end sessions here.
+ */
 export async function endApplicationSession(
-  ctx: AccountContext,
-  account: Account,
+  ctx: RecordContext & Pick<AccountContext, 'applicationSessions'>,
+  account: Pick<Account, 'userId'>,
   sessionId: string,
 ): Promise<boolean> {
   const ended = await ctx.applicationSessions.endOneOfUser(ctx.db, account.userId, sessionId);

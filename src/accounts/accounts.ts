@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type Kysely, sql } from 'kysely';
+import { type Expression, expressionBuilder, type Kysely, sql } from 'kysely';
 import { isUniqueViolation } from '../db/errors.ts';
 import type { Schema } from '../db/schema.ts';
 import type { Secrets } from '../secrets/sealed.ts';
@@ -119,6 +119,35 @@ export async function findAccountByLogin(db: Kysely<Schema>, login: string): Pro
 export async function findAccount(db: Kysely<Schema>, userId: string): Promise<Account | undefined> {
   const row = await db.selectFrom('users').select(accountColumns).where('user_id', '=', userId).executeTakeFirst();
   return row && toAccount(row);
+}
+
+/**
+ * The username of the user `userId` names (null when it has none, or there is no such user), as a
+ * subquery: another feature selects it within its own statement rather than joining `users`.
+ */
+export function usernameOf(userId: Expression<string>) {
+  return expressionBuilder<Schema>().selectFrom('users').select('users.username').where('users.user_id', '=', userId);
+}
+
+/** What a user may change about itself through the v4 User class; an absent field stays. */
+export interface ProfileChange {
+  username?: string | null;
+  /** SPKI PEM (public-key.ts normalizes it); the sealed private key opens only with the key it was made with. */
+  publicKey?: string | null;
+}
+
+/**
+ * Changes the user's username and/or public key; false when there is no such user. A username
+ * taken by another account (in any case) fails with the database's unique violation.
+ */
+export async function changeProfile(db: Kysely<Schema>, userId: string, change: ProfileChange): Promise<boolean> {
+  const values = {
+    ...(change.username !== undefined ? { username: change.username } : {}),
+    ...(change.publicKey !== undefined ? { public_key: change.publicKey } : {}),
+  };
+  if (Object.keys(values).length === 0) return (await findAccount(db, userId)) !== undefined;
+  const result = await db.updateTable('users').set(values).where('user_id', '=', userId).executeTakeFirst();
+  return result.numUpdatedRows > 0n;
 }
 
 /** Runs `work` in the caller's transaction when `db` is one, else in a new transaction. */

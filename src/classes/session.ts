@@ -1,6 +1,22 @@
-import { defineClass } from '../rest/definition.ts';
+import { endApplicationSession } from '../accounts/account-service.ts';
+import { defineClass, type WriteContext } from '../rest/definition.ts';
 import { timestampProperty, uuidProperty } from '../rest/properties.ts';
 import { SessionProperties as schemas } from './schemas.ts';
+
+/**
+ * Ends the sessions as the account page does (accounts/, through the port oauth/ provides), so
+ * each records its session_ended event; one ended meanwhile records nothing.
+ */
+async function endSessions({ db, caller, request }: WriteContext, sessionIds: readonly string[]): Promise<void> {
+  const context = {
+    db,
+    ip: request.ip,
+    log: request.log,
+    page: 'api',
+    applicationSessions: request.server.applicationSessions,
+  };
+  for (const sessionId of sessionIds) await endApplicationSession(context, { userId: caller.userId }, sessionId);
+}
 
 /**
  * The caller's signed-in sessions (one per sign-in to an application). Never shows a token.
@@ -24,4 +40,5 @@ export const Session = defineClass({
   visible: (eb, caller) => eb.and([eb('user_id', '=', caller.userId), eb('refresh_expires_at', '>', caller.now)]),
   operations: { create: false, update: false, delete: true },
   aliases: [{ path: '/session', id: (caller) => caller.sessionId, methods: ['GET', 'DELETE'] }],
+  writes: { delete: endSessions },
 });

@@ -1,7 +1,8 @@
+import { changeProfile, type ProfileChange } from '../accounts/accounts.ts';
 import { openAccountPrivateKey } from '../accounts/key-pair.ts';
 import { InvalidPublicKeyError, normalizePublicKey } from '../accounts/public-key.ts';
 import { badRequest } from '../http/errors.ts';
-import { defineClass } from '../rest/definition.ts';
+import { defineClass, type Row } from '../rest/definition.ts';
 import { nullableTextProperty, timestampProperty } from '../rest/properties.ts';
 import { UserInputs as inputs, UserProperties as schemas } from './schemas.ts';
 
@@ -12,6 +13,14 @@ function publicKeyFromJson(value: string): string {
     if (error instanceof InvalidPublicKeyError) throw badRequest(`publicKey: ${error.message}`);
     throw error;
   }
+}
+
+/** The written columns (username, public_key) as the change accounts/ makes. */
+function profileChange(values: Row): ProfileChange {
+  return {
+    ...('username' in values ? { username: values.username as string | null } : {}),
+    ...('public_key' in values ? { publicKey: values.public_key as string | null } : {}),
+  };
 }
 
 /**
@@ -52,4 +61,6 @@ export const User = defineClass({
   changeable: (eb, caller) => eb('user_id', '=', caller.userId),
   operations: { create: false, update: true, delete: false },
   aliases: [{ path: '/user', id: (caller) => caller.userId, methods: ['GET', 'PUT', 'PATCH'] }],
+  // users belongs to accounts/: a change goes through it.
+  writes: { update: ({ db }, userId, values) => changeProfile(db, userId, profileChange(values)) },
 });

@@ -3,9 +3,11 @@ import type { Kysely } from 'kysely';
 import { dialectOf } from './dialect.ts';
 import type { Schema } from './schema.ts';
 
-const DAY_MS = 24 * 60 * 60 * 1000;
-
-/** Rows of `table` are dead once `column` (milliseconds) is older than now − `keepMs`. */
+/**
+ * Rows of `table` are dead once `column` (milliseconds) is older than now − `keepMs`. Each feature
+ * lists its own tables' (e.g. src/oauth/purge.ts); src/app.ts hands them all to the Purger, so the
+ * storage layer names no feature's table.
+ */
 export interface ExpiringRows {
   table: string;
   /** Its primary key: rows are deleted by it, a batch at a time. */
@@ -20,30 +22,6 @@ export interface ExpiringRows {
   scanned?: boolean;
 }
 
-/**
- * Every table that grows with use, and when its rows are dead. Adding a table is one line here
- * (and an index on its column in a migration).
- */
-export const EXPIRING_ROWS: readonly ExpiringRows[] = [
-  // A used code is kept until it expires too, so a replay is still recognised (and revokes its session).
-  { table: 'authorization_codes', key: 'code_hash', column: 'expires_at' },
-  { table: 'interactions', key: 'interaction_hash', column: 'expires_at' },
-  // A day past expiry, so a device polling late still hears expired_token rather than invalid_grant.
-  { table: 'device_authorizations', key: 'device_code', column: 'expires_at', keepMs: DAY_MS },
-  { table: 'web_sessions', key: 'session_hash', column: 'expires_at' },
-  { table: 'rotated_refresh_tokens', key: 'refresh_token_hash', column: 'expires_at' },
-  // A session is dead once its refresh token has expired; its rotated tokens expired no later (row above).
-  { table: 'sessions', key: 'session_id', column: 'refresh_expires_at', scanned: true },
-  // A device is trusted for 30 days (DESIGN).
-  { table: 'trusted_devices', key: 'device_hash', column: 'created_at', keepMs: 30 * DAY_MS },
-  // A passkey challenge lives 5 minutes (an answered one is deleted at once).
-  { table: 'passkey_challenges', key: 'challenge', column: 'expires_at' },
-  // One-time codes and links of sign-up, reset and e-mail change.
-  { table: 'verification_requests', key: 'request_id', column: 'expires_at' },
-  // Security events are kept for 90 days (DESIGN "Operations").
-  { table: 'security_events', key: 'event_id', column: 'created_at', keepMs: 90 * DAY_MS },
-];
-
 export interface PurgeLimits {
   /** Rows per DELETE statement. */
   batchSize?: number;
@@ -55,20 +33,20 @@ export interface PurgeLimits {
 export type PurgeCounts = Record<string, number>;
 
 /**
- * Deletes the dead rows of every table as of `now`, in batches of `batchSize` rows chosen by
+ * Deletes the dead rows of every table of `tables` as of `now`, in batches of `batchSize` rows chosen by
  * primary key, each its own short statement (so no lock is held for long), yielding to other work
  * between them. Several instances may run it at once: on PostgreSQL a batch skips rows another
  * purge has locked (SKIP LOCKED), and deleting a deleted row is a no-op anyway.
  */
 export async function purgeExpired(
   db: Kysely<Schema>,
+  tables: readonly ExpiringRows[],
   now: number,
   { batchSize = 1000, maxBatches = 100 }: PurgeLimits = {},
   shouldStop: () => boolean = () => false,
-  tables: readonly ExpiringRows[] = EXPIRING_ROWS,
 ): Promise<PurgeCounts> {
   const postgres = dialectOf(db) === 'postgres';
-  // Tables and columns come from the list above (or a test's), not from the schema's types.
+  // Tables and columns come from the features' lists (or a test's), not from the schema's types.
   const anyTable = db as unknown as Kysely<Record<string, Record<string, unknown>>>;
   const counts: PurgeCounts = {};
   for (const { table, key, column, keepMs = 0, scanned = false } of tables) {
@@ -134,6 +112,8 @@ export class Purger {
 
   constructor(
     private readonly db: Kysely<Schema>,
+    /** Every feature's expiring rows. */
+    readonly tables: readonly ExpiringRows[],
     private readonly log: Logger,
     private readonly options: PurgerOptions = {},
   ) {
@@ -148,7 +128,7 @@ export class Purger {
 
   /** One pass now (as of `now`), beside any scheduled one; answers what it deleted. */
   runOnce(now = Date.now()): Promise<PurgeCounts> {
-    const pass = purgeExpired(this.db, now, this.options, () => this.stopped);
+    const pass = purgeExpired(this.db, this.tables, now, this.options, () => this.stopped);
     const settled = pass.catch(() => {}).finally(() => this.passes.delete(settled));
     this.passes.add(settled);
     return pass;

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
+import { usernameOf } from '../accounts/accounts.ts';
 import type { Schema } from '../db/schema.ts';
 import { hashSecret } from '../secrets/random-secrets.ts';
 import { authenticateClient, readCredentials } from './client-auth.ts';
@@ -62,11 +63,10 @@ async function findLiveToken(db: Kysely<Schema>, token: string, now = Date.now()
   const hash = hashSecret(token);
   const row = await db
     .selectFrom('sessions')
-    .leftJoin('users', 'users.user_id', 'sessions.user_id')
-    .select([
+    .select((eb) => [
       'sessions.session_id',
       'sessions.user_id',
-      'users.username',
+      usernameOf(eb.ref('sessions.user_id')).as('username'),
       'sessions.client_id',
       'sessions.scope',
       'sessions.access_token_hash',

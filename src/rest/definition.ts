@@ -1,4 +1,5 @@
-import type { Expression, ExpressionBuilder, SqlBool } from 'kysely';
+import type { FastifyRequest } from 'fastify';
+import type { Expression, ExpressionBuilder, Kysely, SqlBool } from 'kysely';
 import type { TSchema } from 'typebox';
 import type { Schema } from '../db/schema.ts';
 import type { BearerAuth } from '../http/bearer-auth.ts';
@@ -68,6 +69,31 @@ export interface AliasDefinition {
   methods: Array<'GET' | 'PUT' | 'PATCH' | 'DELETE'>;
 }
 
+/** What a class's own write (ClassWrites) works with. */
+export interface WriteContext {
+  /** The engine's transaction: the write commits, or rolls back, with the rest of the request. */
+  db: Kysely<Schema>;
+  caller: Caller;
+  /** The request (its IP, log and server), for what the owning feature records or needs. */
+  request: FastifyRequest;
+}
+
+/**
+ * Writes the feature owning a class's table carries out itself, in place of the engine's own
+ * statement on that table (docs/architecture.md, "Who owns which table"). The engine first checks
+ * that every instance exists and is the caller's to see and change, then calls these in its
+ * transaction.
+ */
+export interface ClassWrites {
+  /** Deletes the instances (each exists; one gone meanwhile is no error). */
+  delete?: (context: WriteContext, ids: readonly string[]) => Promise<void>;
+  /**
+   * Sets `values` (by column: the written properties as stored, the updated time and revision
+   * the engine maintains) on the instance; false when it is gone. The engine reads it back to answer.
+   */
+  update?: (context: WriteContext, id: string, values: Row) => Promise<boolean>;
+}
+
 /**
  * Everything the engine needs to serve a class: declare one in src/classes/ with defineClass
  * (which checks the table and every column named against the schema) and list it in
@@ -99,6 +125,8 @@ export interface ClassDefinition<Column extends string = string> {
   /** A column incremented by every update. */
   revision?: Column;
   aliases?: AliasDefinition[];
+  /** Writes the table's owner does itself; by default the engine deletes and updates rows. */
+  writes?: ClassWrites;
 }
 
 /** A row condition on a table of the schema, its column names checked. */

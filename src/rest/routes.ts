@@ -100,13 +100,12 @@ export function classRoutes(definition: ClassDefinition) {
       return sendJson(reply, text);
     };
     const replace = async (request: IdRequest, reply: FastifyReply, id: string) => {
-      const { created, row } = await store.replace(request.auth, id, request.body);
+      const { created, row } = await store.replace(request, id, request.body);
       return reply.code(created ? 201 : 200).send(json(request, row));
     };
-    const patch = async (request: IdRequest, id: string) =>
-      json(request, await store.patch(request.auth, id, request.body));
+    const patch = async (request: IdRequest, id: string) => json(request, await store.patch(request, id, request.body));
     const remove = async (request: IdRequest, reply: FastifyReply, id: string) => {
-      await store.remove(request.auth, [id]);
+      await store.remove(request, [id]);
       return reply.code(204).send();
     };
 
@@ -135,7 +134,7 @@ export function classRoutes(definition: ClassDefinition) {
         },
         handler: async (request, reply) => {
           const items = (Array.isArray(request.body) ? request.body : [request.body]) as Row[];
-          const { created, updated } = await store.save(request.auth, items);
+          const { created, updated } = await store.save(request, items);
           const text = (rows: Row[]) => rows.map((row) => store.toJsonText(row, request.auth)).join(',');
           return sendJson(reply, `{"created":[${text(created)}],"updated":[${text(updated)}]}`);
         },
@@ -188,7 +187,7 @@ export function classRoutes(definition: ClassDefinition) {
         },
         handler: async (request, reply) => {
           const ids = (request.body as Row[]).map((item) => item[definition.id.property] as string);
-          await store.remove(request.auth, ids);
+          await store.remove(request, ids);
           return reply.code(204).send();
         },
       });

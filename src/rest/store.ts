@@ -1,3 +1,4 @@
+import type { FastifyRequest } from 'fastify';
 import { type Kysely, sql, type Transaction } from 'kysely';
 import type { Database } from '../db/connection.ts';
 import { containsPattern, dialectOf } from '../db/dialect.ts';
@@ -15,7 +16,7 @@ import {
   type Params,
   type Value,
 } from './class-queries.ts';
-import type { Caller, ClassDefinition, FilterCaller, PropertyDefinition, Row } from './definition.ts';
+import type { Caller, ClassDefinition, FilterCaller, PropertyDefinition, Row, WriteContext } from './definition.ts';
 import { type InstanceWriter, instanceWriter } from './json-writer.ts';
 import { type RowMapper, rowMapper, selectedColumns } from './row-mapper.ts';
 
@@ -209,7 +210,8 @@ export class ClassStore {
    * objects, each answering its rows; between two chunks the event loop serves other requests,
    * so a large POST does not hold up the reads beside it. All or nothing: one transaction.
    */
-  async save(caller: Caller, items: Row[]): Promise<{ created: Row[]; updated: Row[] }> {
+  async save(request: FastifyRequest, items: Row[]): Promise<{ created: Row[]; updated: Row[] }> {
+    const caller = request.auth;
     const idProperty = this.idProperty;
     const ids = items
       .map((item) => item[idProperty])
@@ -243,7 +245,7 @@ export class ClassStore {
       const updated: Row[] = [];
       for (const [index, { id, item }] of updates.entries()) {
         if (index > 0 && index % UPDATE_CHUNK === 0) await yieldToEventLoop();
-        updated.push(await this.applyUpdate(db, caller, id, item, 'merge'));
+        updated.push(await this.applyUpdate({ db, caller, request }, id, item, 'merge'));
       }
       const created = await this.insertRows(db, creates);
       // The commit (on SQLite, writing every page changed) and the answer get turns of their own.
@@ -334,28 +336,31 @@ export class ClassStore {
   }
 
   /** PUT: replaces the instance (201 when it was new). */
-  async replace(caller: Caller, id: string, body: Row): Promise<{ created: boolean; row: Row }> {
+  async replace(request: FastifyRequest, id: string, body: Row): Promise<{ created: boolean; row: Row }> {
+    const caller = request.auth;
     this.checkBodyId(id, body);
     return this.transaction(async (db) => {
       await this.lockIds(db, [normalizeUuid(id)]);
       if (await this.existing(db, caller, normalizeUuid(id)))
-        return { created: false, row: await this.update(db, caller, normalizeUuid(id), body, 'replace') };
+        return { created: false, row: await this.update({ db, caller, request }, normalizeUuid(id), body, 'replace') };
       return { created: true, row: await this.create(db, caller, normalizeUuid(id), body) };
     });
   }
 
   /** PATCH: changes the supplied properties of an existing instance. */
-  async patch(caller: Caller, id: string, body: Row): Promise<Row> {
+  async patch(request: FastifyRequest, id: string, body: Row): Promise<Row> {
+    const caller = request.auth;
     this.checkBodyId(id, body);
     return this.transaction(async (db) => {
       await this.lockIds(db, [normalizeUuid(id)]);
       if (!(await this.existing(db, caller, normalizeUuid(id)))) throw this.notFound([id]);
-      return this.update(db, caller, normalizeUuid(id), body, 'merge');
+      return this.update({ db, caller, request }, normalizeUuid(id), body, 'merge');
     });
   }
 
   /** DELETE of one or several: all or nothing. */
-  async remove(caller: Caller, ids: string[]): Promise<void> {
+  async remove(request: FastifyRequest, ids: string[]): Promise<void> {
+    const caller = request.auth;
     const wanted = [...new Set(ids.map(normalizeUuid))];
     await this.transaction(async (db) => {
       // The same locks as the writes: a PUT or PATCH that found the instance updates it before it goes.
@@ -364,7 +369,9 @@ export class ClassStore {
       const missing = wanted.filter((id) => found.get(id) !== true);
       if (missing.length > 0) throw this.notFound(missing);
       await this.checkChangeable(db, caller, wanted);
-      await onClassTable(db).deleteFrom(this.definition.table).where(this.idColumn, 'in', wanted).execute();
+      const remove = this.definition.writes?.delete;
+      if (remove) await remove({ db, caller, request }, wanted);
+      else await onClassTable(db).deleteFrom(this.definition.table).where(this.idColumn, 'in', wanted).execute();
     });
   }
 
@@ -515,25 +522,14 @@ export class ClassStore {
     return { values, readBack, plain };
   }
 
-  private async update(
-    db: Kysely<Schema>,
-    caller: Caller,
-    id: string,
-    body: Row,
-    mode: 'merge' | 'replace',
-  ): Promise<Row> {
-    await this.checkChangeable(db, caller, [id]);
-    return this.applyUpdate(db, caller, id, body, mode);
+  private async update(context: WriteContext, id: string, body: Row, mode: 'merge' | 'replace'): Promise<Row> {
+    await this.checkChangeable(context.db, context.caller, [id]);
+    return this.applyUpdate(context, id, body, mode);
   }
 
-  /** Applies the update and answers the row as stored. */
-  private async applyUpdate(
-    db: Kysely<Schema>,
-    caller: Caller,
-    id: string,
-    body: Row,
-    mode: 'merge' | 'replace',
-  ): Promise<Row> {
+  /** Applies the update (the engine's statement, or the class's own write) and answers the row as stored. */
+  private async applyUpdate(context: WriteContext, id: string, body: Row, mode: 'merge' | 'replace'): Promise<Row> {
+    const { db, caller } = context;
     if (this.definition.operations?.update === false)
       throw new ApiError(405, `${this.definition.name} instances cannot be changed`);
     const values: Row = this.writtenColumns(caller, body, mode);
@@ -543,6 +539,13 @@ export class ClassStore {
     // No row: gone since it was looked up (a DELETE that does not take the id's lock, another process). To the caller, 404.
     if (Object.keys(values).length === 0) {
       const row = await this.get(caller, id, db);
+      if (!row) throw this.notFound([id]);
+      return row;
+    }
+    const update = this.definition.writes?.update;
+    if (update) {
+      if (!(await this.write(() => update(context, id, values)))) throw this.notFound([id]);
+      const [row] = await this.queries.byId(db, this.idParams(caller, id));
       if (!row) throw this.notFound([id]);
       return row;
     }

@@ -1,14 +1,11 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { AccountContext } from '../accounts/account-service.ts';
-import type { ApplicationSessions } from '../accounts/application-sessions.ts';
 import type { SignInContext, SignInLimits } from '../accounts/sign-in.ts';
 import { attemptLimit } from '../http/attempt-limits.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
     signInLimits: SignInLimits;
-    /** Provided by the wiring (src/app.ts) from src/oauth/, which accounts/ does not import. */
-    applicationSessions: ApplicationSessions;
   }
 }
 

@@ -1,7 +1,8 @@
-/** One-time codes and links are purged once expired (src/db/purge.ts): 15 minutes, 24 hours for an e-mail change. */
+/** One-time codes and links are purged once expired (src/accounts/purge.ts): 15 minutes, 24 hours for an e-mail change. */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { issueRequest } from '../../src/accounts/verification-requests.ts';
+import { EXPIRING_ROWS } from '../../src/app.ts';
 import { purgeExpired } from '../../src/db/purge.ts';
 import { newAccount } from '../helpers/oauth.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
@@ -23,11 +24,11 @@ test('expired requests are purged, live ones stay', async () => {
     (await db.selectFrom('verification_requests').select('purpose').orderBy('purpose').execute()).map(
       (row) => row.purpose,
     );
-  await purgeExpired(db, now + 14 * 60_000);
+  await purgeExpired(db, EXPIRING_ROWS, now + 14 * 60_000);
   assert.deepEqual(await left(), ['email_change', 'reset', 'sign_up']);
-  const purged = await purgeExpired(db, now + 16 * 60_000);
+  const purged = await purgeExpired(db, EXPIRING_ROWS, now + 16 * 60_000);
   assert.equal(purged.verification_requests, 2);
   assert.deepEqual(await left(), ['email_change']);
-  await purgeExpired(db, now + 24 * 60 * 60_000 + 1);
+  await purgeExpired(db, EXPIRING_ROWS, now + 24 * 60 * 60_000 + 1);
   assert.deepEqual(await left(), []);
 });

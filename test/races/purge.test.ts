@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Kysely } from 'kysely';
+import { EXPIRING_ROWS } from '../../src/app.ts';
 import { purgeExpired } from '../../src/db/purge.ts';
 import type { Schema } from '../../src/db/schema.ts';
 import { issueAuthorizationCode } from '../../src/oauth/authorization-codes.ts';
@@ -215,8 +216,8 @@ describe('purging', () => {
       assert.equal(before.sessions, 1501);
 
       const passes = await Promise.all([
-        purgeExpired(first.app.database.db, Date.now(), { batchSize: 50 }),
-        purgeExpired(second.app.database.db, Date.now(), { batchSize: 50 }),
+        purgeExpired(first.app.database.db, EXPIRING_ROWS, Date.now(), { batchSize: 50 }),
+        purgeExpired(second.app.database.db, EXPIRING_ROWS, Date.now(), { batchSize: 50 }),
         first.app.purger.runOnce(),
         second.app.purger.runOnce(),
       ]);
@@ -271,19 +272,19 @@ describe('purging', () => {
 
   test('a pass deletes at most maxBatches batches per table; the next pass goes on', () =>
     withSessions(0, 250, async (db) => {
-      assert.equal((await purgeExpired(db, Date.now(), { batchSize: 40, maxBatches: 3 })).sessions, 120);
+      assert.equal((await purgeExpired(db, EXPIRING_ROWS, Date.now(), { batchSize: 40, maxBatches: 3 })).sessions, 120);
       assert.equal((await counts(db)).sessions, 130);
-      assert.equal((await purgeExpired(db, Date.now(), { batchSize: 40, maxBatches: 3 })).sessions, 120);
-      assert.equal((await purgeExpired(db, Date.now(), { batchSize: 40, maxBatches: 3 })).sessions, 10);
+      assert.equal((await purgeExpired(db, EXPIRING_ROWS, Date.now(), { batchSize: 40, maxBatches: 3 })).sessions, 120);
+      assert.equal((await purgeExpired(db, EXPIRING_ROWS, Date.now(), { batchSize: 40, maxBatches: 3 })).sessions, 10);
       assert.equal((await counts(db)).sessions, 0);
     }));
 
   test('sessions are found by walking the table: expired ones behind many live ones go, live ones stay', () =>
     // The 100 live sessions fill the walk's first four chunks; chunks that delete nothing are not batches.
     withSessions(100, 100, async (db) => {
-      assert.equal((await purgeExpired(db, Date.now(), { batchSize: 25, maxBatches: 3 })).sessions, 75);
-      assert.equal((await purgeExpired(db, Date.now(), { batchSize: 25, maxBatches: 3 })).sessions, 25);
-      assert.equal((await purgeExpired(db, Date.now(), { batchSize: 25, maxBatches: 3 })).sessions, 0);
+      assert.equal((await purgeExpired(db, EXPIRING_ROWS, Date.now(), { batchSize: 25, maxBatches: 3 })).sessions, 75);
+      assert.equal((await purgeExpired(db, EXPIRING_ROWS, Date.now(), { batchSize: 25, maxBatches: 3 })).sessions, 25);
+      assert.equal((await purgeExpired(db, EXPIRING_ROWS, Date.now(), { batchSize: 25, maxBatches: 3 })).sessions, 0);
       assert.equal((await counts(db)).sessions, 100);
     }));
 
@@ -355,7 +356,7 @@ describe('security events and device trust', () => {
       .values([trust('old-trust', 31), trust('young-trust', 29)])
       .execute();
 
-    const purged = await purgeExpired(db, now);
+    const purged = await purgeExpired(db, EXPIRING_ROWS, now);
     assert.equal(purged.security_events, 1);
     assert.equal(purged.trusted_devices, 1);
     assert.deepEqual(

@@ -5,7 +5,8 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { tokenRequest } from '../helpers/oauth.ts';
+import { listSecurityEvents } from '../../src/accounts/security-events.ts';
+import { FormClient, tokenRequest } from '../helpers/oauth.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { assertError, ISO_UTC, type SignedIn, signIn, UUID } from './fixtures/clients.ts';
 
@@ -223,6 +224,54 @@ describe('ending sessions', () => {
     assert.equal(left.totalResults, 1);
     assert.equal(left.results[0].applicationId, keeper.clientId);
     assertError(await keeper.call('DELETE', `/v4/sessions/${target.sessionId}`), 404, 'notFound');
+  });
+
+  test('DELETE /v4/sessions/<id> records the session_ended event the account page records, and its tokens stop working', async () => {
+    const keeper = await signIn(server, 'common');
+    const viaApi = await signIn(server, 'common', keeper.account);
+    const viaPage = await signIn(server, 'common', keeper.account);
+    const [apiSession, pageSession] = [await currentSession(viaApi), await currentSession(viaPage)];
+
+    const reply = await keeper.call('DELETE', `/v4/sessions/${apiSession.sessionId}`);
+    assert.equal(reply.status, 204, reply.text);
+    const browser = new FormClient(server);
+    const { username, password } = keeper.account;
+    assert.equal((await browser.submit('/account/sign-in', { username, password })).status, 303);
+    const page = await browser.fetch('/account');
+    assert.equal(page.status, 200, page.text);
+    const ended = await browser.submitOn(page.text, { end_session: pageSession.sessionId }, /sessions$/);
+    assert.equal(ended.status, 303, ended.text);
+
+    const events = (await listSecurityEvents(server.app.database.db, { userId: keeper.account.userId })).filter(
+      (event) => event.kind === 'session_ended',
+    );
+    assert.equal(events.length, 2, JSON.stringify(events));
+    const fromApi = events.find((event) => event.details.session_id === apiSession.sessionId);
+    const fromPage = events.find((event) => event.details.session_id === pageSession.sessionId);
+    assert.ok(fromApi && fromPage, JSON.stringify(events));
+    for (const [event, client] of [
+      [fromApi, viaApi],
+      [fromPage, viaPage],
+    ] as const) {
+      assert.equal(event.userId, keeper.account.userId);
+      assert.equal(event.clientId, client.clientId);
+      assert.equal(event.ip, '127.0.0.1');
+    }
+    // The same details, but for where it was asked.
+    assert.deepEqual(Object.keys(fromApi.details).sort(), Object.keys(fromPage.details).sort());
+    assert.equal(fromApi.details.page, 'api');
+    assert.equal(fromPage.details.page, 'account');
+
+    for (const client of [viaApi, viaPage]) {
+      assertTokenRejected(await client.call('GET', '/v4/session'));
+      const refresh = await tokenRequest(server, {
+        grant_type: 'refresh_token',
+        client_id: client.clientId,
+        refresh_token: client.refreshToken,
+      });
+      assert.equal(refresh.body.error, 'invalid_grant', refresh.text);
+    }
+    assert.equal((await sessions(keeper)).body.totalResults, 1);
   });
 
   test('DELETE /v4/session ends the current session (204, no body) and leaves the others', async () => {
