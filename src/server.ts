@@ -1,6 +1,7 @@
 import cluster, { type Worker } from 'node:cluster';
 import closeWithGrace from 'close-with-grace';
 import pino from 'pino';
+import { relyingPartyFor } from './accounts/relying-party.ts';
 import { buildApp, prepareSchema } from './app.ts';
 import { type Config, ConfigError, loadConfig } from './config.ts';
 import { openDatabase } from './db/connection.ts';
@@ -63,6 +64,22 @@ async function serve(
     });
   }
   await app.listen({ port: config.port, host: config.host });
+  // The primary says it once for the cluster, when every worker listens.
+  if (!worker) logBaseUrl(app.log, config);
+}
+
+/**
+ * The address people and browsers use (BASE_URL), which can differ from the one listened on
+ * ("Server listening at …"): links in pages and mail, and passkeys, which need a domain name.
+ */
+function logBaseUrl(log: { info(details: object, message: string): void }, config: Config): void {
+  const passkeys = relyingPartyFor(config.baseUrl);
+  log.info(
+    { baseUrl: config.baseUrl, passkeys: passkeys.ok },
+    passkeys.ok
+      ? `pages, links and passkeys use BASE_URL ${config.baseUrl}`
+      : `pages and links use BASE_URL ${config.baseUrl}; ${passkeys.reason}`,
+  );
 }
 
 /**
@@ -96,8 +113,10 @@ async function supervise(config: Config): Promise<void> {
   const start = () => startedAt.set(cluster.fork(), Date.now());
   cluster.on('listening', (worker) => {
     serving.add(worker);
-    if (startedAt.has(worker) && ++listening === config.workers)
+    if (startedAt.has(worker) && ++listening === config.workers) {
       log.info({ workers: config.workers, port: config.port }, 'all workers listening');
+      logBaseUrl(log, config);
+    }
   });
   cluster.on('exit', (worker, code, signal) => {
     const lived = Date.now() - (startedAt.get(worker) ?? 0);

@@ -3,12 +3,20 @@ import FindMyWay, { type HTTPMethod } from 'find-my-way';
 import { isDatabaseBusy } from '../db/errors.ts';
 import { ApiError, codeForStatus } from './errors.ts';
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** A catch-all route that answers unknown paths (the pages' 404 page): it makes no path known. */
+    unknownPaths?: true;
+  }
+}
+
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
 
 /**
  * Installs the error model on the root instance: ApiError and Fastify's own errors become
  * {"code","message","details"?}; unknown paths are 404, known paths with another method 405
- * with an Allow header. Must be called before any route is registered. `notFoundPreValidation`: the
+ * with an Allow header (a route with `config: { unknownPaths: true }`, a catch-all that answers unknown
+ * paths in its own way, is not counted as a method the path supports). Must be called before any route is registered. `notFoundPreValidation`: the
  * hooks a request without a route runs before its 404 (the input guard; onRoute hooks never see it).
  */
 export function installErrorModel(app: FastifyInstance, notFoundPreValidation: preValidationHookHandler[] = []): void {
@@ -16,6 +24,8 @@ export function installErrorModel(app: FastifyInstance, notFoundPreValidation: p
   // apart as 404 (no such path) or 405 (path exists, method does not).
   const routes = FindMyWay({ ignoreTrailingSlash: true, ignoreDuplicateSlashes: true });
   app.addHook('onRoute', (route) => {
+    // A catch-all route answering unknown paths (the pages' 404 page) makes no path known.
+    if (route.config?.unknownPaths) return;
     for (const method of [route.method].flat().map((name) => name.toUpperCase() as HTTPMethod)) {
       if (!routes.hasRoute(method, route.url)) routes.on(method, route.url, () => {});
     }

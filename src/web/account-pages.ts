@@ -168,7 +168,11 @@ export async function accountPages(web: FastifyInstance): Promise<void> {
 
   // --- Signing in (for a browser that is not signed in yet) ---
 
-  const signInPage = (reply: FastifyReply, data: { username?: string; error?: string } = {}, status = 200) =>
+  const signInPage = (
+    reply: FastifyReply,
+    data: { username?: string; error?: string; notice?: string } = {},
+    status = 200,
+  ) =>
     sendPage(
       reply,
       'signin',
@@ -183,9 +187,10 @@ export async function accountPages(web: FastifyInstance): Promise<void> {
       status,
     );
 
-  web.get(SIGN_IN, async (request, reply) => {
+  web.get<{ Querystring: { signed_out?: unknown } }>(SIGN_IN, async (request, reply) => {
     const session = await readWebSession(request);
-    if (!session) return signInPage(reply);
+    if (!session)
+      return signInPage(reply, request.query.signed_out === undefined ? {} : { notice: 'You are signed out.' });
     if (session.mfaPending) return twoStepPage(reply);
     return reply.code(303).header('location', ACCOUNT).send();
   });
@@ -231,7 +236,8 @@ export async function accountPages(web: FastifyInstance): Promise<void> {
 
   web.post(`${ACCOUNT}/sign-out`, csrf, async (request, reply) => {
     await endWebSession(request, reply);
-    return reply.code(303).header('location', SIGN_IN).send();
+    // The sign-in page then says the sign-out worked (it shows this only to a signed-out browser).
+    return reply.code(303).header('location', `${SIGN_IN}?signed_out=1`).send();
   });
 
   // --- The account's actions ---

@@ -10,6 +10,7 @@ import { assetRoutes } from './assets.ts';
 import { devicePages } from './device-pages.ts';
 import { homePage } from './home-page.ts';
 import { loginPages } from './login-pages.ts';
+import { notFoundPages } from './not-found-pages.ts';
 import { sendMessage } from './pages.ts';
 import { passkeySignInRoutes } from './passkey-pages.ts';
 import { selfServicePages } from './self-service-pages.ts';
@@ -76,4 +77,5 @@ export async function webPages(web: FastifyInstance): Promise<void> {
   await web.register(appsPages);
   await web.register(passkeySignInRoutes);
   await web.register(selfServicePages);
+  await web.register(notFoundPages);
 }

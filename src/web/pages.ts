@@ -21,8 +21,27 @@ export function sendPage(
     );
 }
 
-export function sendMessage(reply: FastifyReply, title: string, message: string, status = 200): FastifyReply {
-  return sendPage(reply, 'message', { title, message, error: status >= 400 }, status);
+/** A link of an end page, to where the person goes on from it. */
+export interface NextStep {
+  href: string;
+  text: string;
+}
+
+/** The way on from a page that has no better one: the start page, which links every part of the service. */
+export const START_PAGE: NextStep = { href: '/', text: 'Go to the start page' };
+
+/**
+ * Sends a message page (an end page): its title, one sentence, and where to go on from it, the
+ * first of `next` shown as the main way on. No end page is a dead end (docs/decisions/0093).
+ */
+export function sendMessage(
+  reply: FastifyReply,
+  title: string,
+  message: string,
+  status = 200,
+  next: readonly NextStep[] = [START_PAGE],
+): FastifyReply {
+  return sendPage(reply, 'message', { title, message, error: status >= 400, links: next }, status);
 }
 
 const minutes = (ms: number) => Math.max(1, Math.ceil(ms / 60_000));

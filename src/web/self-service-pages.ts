@@ -227,6 +227,8 @@ export async function selfServicePages(web: FastifyInstance): Promise<void> {
       reply,
       'Your password was changed',
       'Every application and every browser signed in to your account was signed out. Sign in again with your new password.',
+      200,
+      [{ href: '/account/sign-in', text: 'Sign in' }],
     );
   });
 
@@ -243,6 +245,7 @@ export async function selfServicePages(web: FastifyInstance): Promise<void> {
       'This link has expired',
       'This link has expired, was replaced by a newer one or was used already. Start again to get a new one.',
       410,
+      startAgain(signUpOpen(web)),
     );
 
   web.get<{ Querystring: { token?: unknown } }>(VERIFY, async (request, reply) => {
@@ -265,8 +268,15 @@ export async function selfServicePages(web: FastifyInstance): Promise<void> {
           'That address is taken',
           'Another account uses this e-mail address now, so yours was not changed.',
           409,
+          [TO_ACCOUNT],
         );
-      return sendMessage(reply, 'E-mail address changed', `Your account's e-mail address is now ${outcome.newEmail}.`);
+      return sendMessage(
+        reply,
+        'E-mail address changed',
+        `Your account's e-mail address is now ${outcome.newEmail}.`,
+        200,
+        [TO_ACCOUNT],
+      );
     }
     const outcome = await proveByLink(db(), found);
     if (outcome.kind !== 'proven') return deadLink(reply);
@@ -275,6 +285,15 @@ export async function selfServicePages(web: FastifyInstance): Promise<void> {
     return seeOther(reply, purpose === 'sign_up' ? SIGN_UP : FORGOT);
   });
 }
+
+const TO_ACCOUNT = { href: '/account', text: 'Go to your account' };
+
+/** Where an expired link's page leads: each flow whose message holds such a link, started again. */
+const startAgain = (signUp: boolean) => [
+  { href: '/account/forgot', text: 'Reset the password again' },
+  ...(signUp ? [{ href: '/account/sign-up', text: 'Create an account again' }] : []),
+  { href: '/account', text: 'Change the e-mail address again' },
+];
 
 const wrongCode = (attemptsLeft: number) =>
   `That code is not right. ${attemptsLeft} attempt${attemptsLeft === 1 ? '' : 's'} left before you need a new code.`;

@@ -162,8 +162,13 @@ describe('the server process', { concurrency: true }, () => {
     });
     after(() => database.drop());
 
-    test('serves GET /healthz 200 {"status":"ok"} and SIGINT exits 0', async () => {
-      const running = run({ DATABASE_URL: database.url, PORT: '0', LOG_LEVEL: 'info' });
+    test('serves GET /healthz 200 {"status":"ok"}, logs the BASE_URL pages use, and SIGINT exits 0', async () => {
+      const running = run({
+        DATABASE_URL: database.url,
+        PORT: '0',
+        LOG_LEVEL: 'info',
+        BASE_URL: 'http://127.0.0.1:8080',
+      });
       const url = await listening(running);
       const health = await send(url, 'GET', '/healthz');
       assert.equal(health.status, 200);
@@ -173,6 +178,11 @@ describe('the server process', { concurrency: true }, () => {
       const exit = await withTimeout(running.exited, 15_000, 'exit after SIGINT');
       assert.deepEqual(exit, { code: 0, signal: null }, running.output());
       assert.match(running.output(), /"signal":"SIGINT"/);
+      // Listening on a random port, but what pages, links and passkeys use is BASE_URL, said so once.
+      assert.match(
+        running.output(),
+        /"msg":"pages and links use BASE_URL http:\/\/127\.0\.0\.1:8080; Passkeys are not available here: [^"]*IP address/,
+      );
       assert.equal(await connectionRefused(url), true);
     });
   });
