@@ -3,7 +3,9 @@
  * not, from the drivers' own error values, and the outage tracker that logs an outage once.
  */
 import assert from 'node:assert/strict';
+import { createServer } from 'node:net';
 import { describe, test } from 'node:test';
+import pg from 'pg';
 import { isDatabaseBusy, isDatabaseUnreachable } from '../../src/db/errors.ts';
 import { DatabaseOutage } from '../../src/db/outage.ts';
 
@@ -77,6 +79,31 @@ describe('isDatabaseUnreachable', () => {
     assert.equal(isDatabaseUnreachable(failure('timeout exceeded when trying to connect')), false);
     assert.equal(isDatabaseBusy(failure('connect ECONNREFUSED 127.0.0.1:5432', 'ECONNREFUSED')), false);
   });
+});
+
+/** A port on this machine that nothing listens on (the system's choice, then closed). */
+async function closedPort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as { port: number };
+  await new Promise((resolve) => probe.close(resolve));
+  return port;
+}
+
+describe("the drivers' own errors for a server that is not there", () => {
+  for (const host of ['127.0.0.1', 'localhost']) {
+    test(`pg connecting to ${host} where nothing listens is unreachable`, async () => {
+      const pool = new pg.Pool({ connectionString: `postgres://nobody@${host}:${await closedPort()}/none` });
+      pool.on('error', () => {});
+      const failure = await pool.query('select 1').then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      await pool.end();
+      assert.ok(failure, 'the query failed');
+      assert.equal(isDatabaseUnreachable(failure), true, String(failure));
+    });
+  }
 });
 
 describe('DatabaseOutage', () => {

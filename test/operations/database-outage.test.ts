@@ -7,6 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
+import { createServer, type Server, type Socket, connect as tcpConnect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
@@ -14,7 +15,7 @@ import pg from 'pg';
 import { isDatabaseUnreachable } from '../../src/db/errors.ts';
 import type { TestUser } from '../helpers/keys.ts';
 import { tokenRequest } from '../helpers/oauth.ts';
-import { type Reply, startServer, type TestDatabase, type TestServer } from '../helpers/server.ts';
+import { freshDatabase, type Reply, startServer, type TestDatabase, type TestServer } from '../helpers/server.ts';
 import { registerUser, signed } from '../helpers/v1.ts';
 import { assertError, type SignedIn, signIn } from '../rest/fixtures/clients.ts';
 
@@ -270,5 +271,115 @@ describe('a PostgreSQL outage', {
     assert.deepEqual(uncaught.map(String), [], 'no error event went unheard');
     assert.ok(isDatabaseUnreachable(failure), String(failure));
     await recovered();
+  });
+});
+
+/**
+ * A TCP proxy to PostgreSQL that can go away and come back on the same port: to the server behind
+ * it, what a restart of PostgreSQL looks like (connections reset, then refused), without stopping
+ * the machine's cluster.
+ */
+class RestartingProxy {
+  #server: Server | undefined;
+  readonly #sockets = new Set<Socket>();
+  port = 0;
+
+  constructor(private readonly upstream: { host: string; port: number }) {}
+
+  async start(): Promise<void> {
+    if (this.#server?.listening) return;
+    const server = createServer((client) => {
+      const upstream = tcpConnect(this.upstream.port, this.upstream.host);
+      for (const socket of [client, upstream]) {
+        this.#sockets.add(socket);
+        socket.on('close', () => this.#sockets.delete(socket));
+        socket.on('error', () => {});
+      }
+      client.pipe(upstream).pipe(client);
+    });
+    this.#server = server;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(this.port, '127.0.0.1', resolve);
+    });
+    this.port = (server.address() as { port: number }).port;
+  }
+
+  /** Refuses new connections and resets the open ones. */
+  async stop(): Promise<void> {
+    const server = this.#server;
+    if (!server?.listening) return;
+    const closed = new Promise((resolve) => server.close(resolve));
+    for (const socket of this.#sockets) socket.resetAndDestroy();
+    await closed;
+  }
+}
+
+describe('a PostgreSQL restart (connections reset, then refused)', {
+  skip: onPostgres ? false : 'needs PostgreSQL (DATABASE_URL=postgres://…)',
+}, () => {
+  let database: TestDatabase;
+  let proxy: RestartingProxy;
+  let server: TestServer;
+  let writer: SignedIn;
+  let v1User: TestUser;
+
+  before(async () => {
+    database = await freshDatabase();
+    const upstream = new URL(database.url);
+    proxy = new RestartingProxy({ host: upstream.hostname, port: Number(upstream.port || 5432) });
+    await proxy.start();
+    upstream.hostname = '127.0.0.1';
+    upstream.port = String(proxy.port);
+    server = await startServer({ database: { url: upstream.toString(), drop: async () => {} } });
+    writer = await signIn(server, 'common');
+    v1User = await registerUser(server);
+  });
+  after(async () => {
+    await proxy?.start().catch(() => {});
+    await server?.close();
+    await proxy?.stop();
+    await database?.drop();
+  });
+
+  test('answers 503 (v4, v1 shape, OAuth, page) while PostgreSQL is away, and serves again once it is back', async () => {
+    const created = await writer.call('POST', '/v4/projects', { body: { title: 'before the restart' } });
+    assert.equal(created.status, 200, created.text);
+    const projectId = created.body.created[0].projectId;
+    await proxy.stop();
+    try {
+      assertError(await writer.call('GET', `/v4/projects/${projectId}`), 503, 'serviceUnavailable');
+      assertError(await writer.call('POST', '/v4/projects', { body: { title: 'during' } }), 503, 'serviceUnavailable');
+      assertUnavailable({ kind: 'v1 read', reply: await signed(server, v1User, 'GET', '/v1/mod.php') });
+      const token = await tokenRequest(server, {
+        grant_type: 'refresh_token',
+        client_id: writer.clientId,
+        refresh_token: writer.refreshToken,
+      });
+      assertUnavailable({ kind: 'token', reply: token });
+      assertUnavailable({ kind: 'page', reply: await server.request('GET', '/spawn?mod_id=1234567') });
+      assert.equal((await server.request('GET', '/healthz')).status, 503);
+    } finally {
+      await proxy.start();
+    }
+    const deadline = Date.now() + 10_000;
+    let reply: Reply;
+    do {
+      reply = await writer.call('GET', `/v4/projects/${projectId}`);
+      if (reply.status !== 200) await sleep(200);
+    } while (reply.status !== 200 && Date.now() < deadline);
+    assert.equal(reply.status, 200, reply.text);
+
+    const logged = server.logs.map(
+      (line) => JSON.parse(line) as { level: number; msg: string; err?: { code?: string } },
+    );
+    const warnings = logged.filter((line) => line.msg === UNREACHABLE_WARNING);
+    assert.equal(warnings.length, 1, 'the outage is logged once');
+    assert.equal(logged.filter((line) => line.msg === BACK_AGAIN).length, 1);
+    assert.deepEqual(
+      logged.filter((line) => line.level >= 50),
+      [],
+      'nothing is logged as an error',
+    );
   });
 });
