@@ -145,6 +145,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   backfillKeyPairs(app);
   app.decorate('config', config);
   app.decorate('database', database);
+  // The outage's start is logged by the first request it fails (http/error-handler.ts).
+  database.outage.onEnd((lastedMs) =>
+    app.log.info({ lastedMs }, 'the database is reachable again: requests are served again'),
+  );
   // accounts/ ends applications' sessions through this port; it never imports oauth/ (docs/decisions/0087).
   app.decorate('applicationSessions', applicationSessions);
   app.decorate('redis', redis);

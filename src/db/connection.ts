@@ -12,6 +12,7 @@ import {
   sql,
 } from 'kysely';
 import type pg from 'pg';
+import { DatabaseOutage } from './outage.ts';
 import type { Schema } from './schema.ts';
 import {
   CommitGroup,
@@ -62,6 +63,11 @@ export interface Database {
   writeBatch?: (statements: readonly BatchStatement[], unless?: readonly BatchStatement[]) => Promise<boolean>;
   /** Resolves when the database answers a trivial query. */
   ping(): Promise<void>;
+  /**
+   * Whether the database is out of reach now (see isDatabaseUnreachable): whoever meets such a
+   * failure notes it here, and the connection notes the database back when it opens a connection.
+   */
+  outage: DatabaseOutage;
   /** Connections of the pool by state (SQLite: its writer, busy while a transaction is open, and its reader). */
   poolStats(): { total: number; idle: number; waiting: number };
   /**
@@ -134,15 +140,17 @@ function open(target: DatabaseTarget, options: OpenOptions): Database {
         checkpoints?.noteWrite();
       };
     }
+    const outage = new DatabaseOutage();
     return {
       db,
+      outage,
       writeBatch: thread && ((statements, unless) => thread.write(statements, unless)),
       selectArrays: async (text, parameters) => selectArrays(connections.reader, text, parameters),
       selectRows: async (text, parameters) => selectRows(connections.reader, text, parameters),
       // (better-sqlite3 prepares each text once anyway: `prepared` changes nothing here.)
       writeRows: async (query, parameters) =>
         (await db.executeQuery({ ...query, parameters, queryId: createQueryId() })).rows,
-      ping: () => ping(db),
+      ping: () => ping(db, outage),
       poolStats: () => {
         if (!connection.open) return { total: 0, idle: 0, waiting: 0 };
         const total = reader === connection ? 1 : 2;
@@ -173,16 +181,22 @@ function open(target: DatabaseTarget, options: OpenOptions): Database {
   }
   // (pg is loaded only here, on first use: see postgres-pool.ts.)
   let pool: pg.Pool | undefined;
-  const poolReady = import('./postgres-pool.ts').then(({ postgresPool }) => (pool = postgresPool(target.url)));
+  const outage = new DatabaseOutage();
+  const poolReady = import('./postgres-pool.ts').then(({ postgresPool }) => {
+    pool = postgresPool(target.url);
+    pool.on('connect', () => outage.reachable());
+    return pool;
+  });
   const withPool = <T>(run: (pool: pg.Pool) => Promise<T>): Promise<T> => (pool ? run(pool) : poolReady.then(run));
   const db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool: () => poolReady.then(namingStatements) }) });
   return {
     db,
+    outage,
     selectArrays: (text, parameters, prepared) =>
       withPool((pool) => queryRows(pool, text, parameters, prepared, 'array') as Promise<unknown[][]>),
     selectRows: (text, parameters, prepared) => withPool((pool) => queryRows(pool, text, parameters, prepared)),
     writeRows: (query, parameters, prepared) => withPool((pool) => queryRows(pool, query.sql, parameters, prepared)),
-    ping: () => ping(db),
+    ping: () => ping(db, outage),
     poolStats: () =>
       pool
         ? { total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }
@@ -303,8 +317,9 @@ function isStalePlan(error: unknown): boolean {
   return code === '0A000' && message === 'cached plan must not change result type';
 }
 
-async function ping(db: Kysely<Schema>): Promise<void> {
+async function ping(db: Kysely<Schema>, outage: DatabaseOutage): Promise<void> {
   await sql`select 1`.execute(db);
+  outage.reachable();
 }
 
 function sqliteConnection(path: string, options: { readonly?: boolean } = {}): BetterSqlite3.Database {

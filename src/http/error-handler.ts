@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, preValidationHookHandler } from 'fastify';
 import FindMyWay, { type HTTPMethod } from 'find-my-way';
-import { isDatabaseBusy } from '../db/errors.ts';
+import { isDatabaseBusy, isDatabaseUnreachable } from '../db/errors.ts';
 import { ApiError, codeForStatus } from './errors.ts';
 
 declare module 'fastify' {
@@ -65,7 +65,7 @@ export function sendError(reply: FastifyReply, error: ApiError): FastifyReply {
 
 /**
  * What answers any thrown error: an ApiError as is, a validation or other 4xx error of Fastify's as
- * one, a database with no room in time a 503 to retry, anything else a logged 500.
+ * one, a database out of reach or with no room in time a 503 to retry, anything else a logged 500.
  */
 export function apiErrorForThrown(error: FastifyError | ApiError, request: FastifyRequest): ApiError {
   if (error instanceof ApiError) return error;
@@ -74,12 +74,38 @@ export function apiErrorForThrown(error: FastifyError | ApiError, request: Fasti
   if (status >= 400 && status < 500) {
     return new ApiError(status, clientMessage(error), { code: codeForStatus(status) });
   }
-  if (isDatabaseBusy(error)) {
-    request.log.warn({ err: error }, 'the database had no room for the request in time');
-    return new ApiError(503, 'The service is busy; try again in a moment', { headers: { 'retry-after': '1' } });
-  }
+  const unavailable = databaseUnavailable(error, request);
+  if (unavailable) return unavailable;
   request.log.error({ err: error }, 'unhandled error');
   return new ApiError(500, 'Internal server error', { details: { requestId: request.id } });
+}
+
+/** Seconds a client is asked to wait before trying again while the database cannot serve it. */
+const RETRY_AFTER_SECONDS = '1';
+
+/**
+ * The 503 for a request the database could not serve for now, or undefined when `error` is not
+ * such a failure: the database out of reach (refused, reset, timed out, restarting, closed to
+ * connections), logged as a warning once per outage; or no room for it in time (the pool's wait,
+ * SQLite's busy timeout), logged per request. Every face answers these with the 503 and
+ * Retry-After, in its own shape (OAuth's `temporarily_unavailable`, pages' message).
+ */
+export function databaseUnavailable(error: unknown, request: FastifyRequest): ApiError | undefined {
+  if (isDatabaseUnreachable(error)) {
+    const { outage } = request.server.database;
+    if (outage.unreachable())
+      request.log.warn({ err: error }, 'the database cannot be reached: answering 503 until it is back');
+    return new ApiError(503, 'The database cannot be reached; try again in a moment', {
+      headers: { 'retry-after': RETRY_AFTER_SECONDS },
+    });
+  }
+  if (isDatabaseBusy(error)) {
+    request.log.warn({ err: error }, 'the database had no room for the request in time');
+    return new ApiError(503, 'The service is busy; try again in a moment', {
+      headers: { 'retry-after': RETRY_AFTER_SECONDS },
+    });
+  }
+  return undefined;
 }
 
 interface ValidationIssue {

@@ -1,7 +1,7 @@
 import formbody from '@fastify/formbody';
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { recordSecurityEvent } from '../accounts/security-events.ts';
-import { isDatabaseBusy } from '../db/errors.ts';
+import { databaseUnavailable } from '../http/error-handler.ts';
 import { limitRequests } from '../http/rate-limit.ts';
 import { authorizeRoute } from './authorize.ts';
 import { claimedClientId } from './client-auth.ts';
@@ -26,12 +26,13 @@ export async function oauthEndpoints(scope: FastifyInstance): Promise<void> {
     else if ((error.statusCode ?? 500) < 500) {
       // Malformed bodies, wrong media types, oversized bodies, rate limits: keep their status.
       oauthError = new OAuthError('invalid_request', error.message, error.statusCode ?? 400);
-    } else if (isDatabaseBusy(error)) {
-      request.log.warn({ err: error }, 'the database had no room for the request in time');
-      oauthError = new TemporarilyUnavailable(undefined, { 'retry-after': '1' });
     } else {
-      request.log.error({ err: error }, 'unhandled error');
-      oauthError = new ServerError(`Internal server error (request ${request.id})`);
+      const unavailable = databaseUnavailable(error, request);
+      if (unavailable) oauthError = new TemporarilyUnavailable(unavailable.message, unavailable.headers);
+      else {
+        request.log.error({ err: error }, 'unhandled error');
+        oauthError = new ServerError(`Internal server error (request ${request.id})`);
+      }
     }
     // Every endpoint that authenticates clients (token, revocation, introspection) ends up here.
     if (oauthError instanceof InvalidClient)

@@ -60,12 +60,10 @@ export async function webPages(web: FastifyInstance): Promise<void> {
         403,
       );
     }
-    return sendMessage(
-      reply,
-      apiError.statusCode >= 500 ? 'Something went wrong' : 'That did not work',
-      apiError.message,
-      apiError.statusCode,
-    );
+    for (const [name, value] of Object.entries(apiError.headers)) reply.header(name, value);
+    let title = apiError.statusCode >= 500 ? 'Something went wrong' : 'That did not work';
+    if (apiError.statusCode === 503) title = 'Try again in a moment';
+    return sendMessage(reply, title, apiError.message, apiError.statusCode);
   });
 
   await web.register(assetRoutes);
