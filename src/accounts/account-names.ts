@@ -37,6 +37,12 @@ export const USERNAME_MAX_LENGTH = 32;
 export const USERNAME_PATTERN = `^[A-Za-z0-9][A-Za-z0-9_.-]{${USERNAME_MIN_LENGTH - 1},${USERNAME_MAX_LENGTH - 1}}$`;
 export const USERNAME = new RegExp(USERNAME_PATTERN);
 
+/** The username rule in words, shown beside the input before anything is submitted (the same limits as checkUsername). */
+export const USERNAME_RULE = `${USERNAME_MIN_LENGTH} to ${USERNAME_MAX_LENGTH} characters: the letters A–Z, digits, dots, dashes and underscores, starting with a letter or digit.`;
+
+/** The address rule in words, shown beside an e-mail input (a longer address is refused, never cut). */
+export const EMAIL_RULE = `At most ${MAX_EMAIL_LENGTH} characters.`;
+
 /**
  * A username a person may choose. Letters of other alphabets (Cyrillic 'а' for Latin 'a'),
  * fullwidth forms and accents are refused with a clear reason: names stay ASCII, and are unique

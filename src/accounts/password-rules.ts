@@ -15,6 +15,9 @@ import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from './passwords.ts';
  */
 export const MIN_SCORE = 3;
 
+/** The rules in words, shown beside a new password's input before anything is submitted. */
+export const PASSWORD_RULE = `${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters, and not a commonly used password or one that is easy to guess: a few words that do not belong together work well.`;
+
 /** Why the password may not be set (a sentence without its final period), or undefined when it may. */
 export async function passwordRefusal(
   password: string,

@@ -23,6 +23,7 @@ import {
   claimByLink,
   endRequestsOfUser,
   findByFlow,
+  findPendingOfUser,
   issueRequest,
   restoreRequest,
 } from './verification-requests.ts';
@@ -214,12 +215,15 @@ export type EmailChangeRequestOutcome =
   | { kind: 'taken' }
   | { kind: 'mail failed' };
 
-/** Sends the confirming link to the new address (24 hours) and a notice to the old one. */
+/**
+ * Sends the confirming link to the new address (24 hours) and a notice to the old one. `again`: the
+ * link is sent once more (a new link replaces the earlier one); the old address had its notice.
+ */
 export async function requestEmailChange(
   db: Kysely<Schema>,
   send: SendAccountMail,
   links: Links,
-  input: { userId: string; oldEmail: string | null; newEmail: string },
+  input: { userId: string; oldEmail: string | null; newEmail: string; again?: boolean },
 ): Promise<EmailChangeRequestOutcome> {
   if (input.oldEmail === input.newEmail) return { kind: 'same' };
   if (await findAccountByLogin(db, input.newEmail)) return { kind: 'taken' };
@@ -231,12 +235,17 @@ export async function requestEmailChange(
     await db.deleteFrom('verification_requests').where('request_id', '=', issued.requestId).execute();
     return { kind: 'mail failed' };
   }
-  if (input.oldEmail)
+  if (input.oldEmail && !input.again)
     await send(input.oldEmail, {
       kind: 'email-change-notice',
       data: { newEmailMasked: maskEmailAddress(input.newEmail) },
     });
   return { kind: 'sent' };
+}
+
+/** The new address a link of the user's e-mail change was sent to and is not opened yet (the newest such). */
+export async function pendingEmailChange(db: Kysely<Schema>, userId: string): Promise<string | undefined> {
+  return (await findPendingOfUser(db, 'email_change', userId))?.address;
 }
 
 export type EmailChangeOutcome =

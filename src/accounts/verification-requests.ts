@@ -92,6 +92,25 @@ export async function findByFlow(
   return row as VerificationRequest;
 }
 
+/** The user's newest live request of `purpose` not yet proven (an e-mail change waiting for its link to be opened). */
+export async function findPendingOfUser(
+  db: Kysely<Schema>,
+  purpose: Purpose,
+  userId: string,
+  now = Date.now(),
+): Promise<VerificationRequest | undefined> {
+  const row = await db
+    .selectFrom('verification_requests')
+    .selectAll()
+    .where('user_id', '=', userId)
+    .where('purpose', '=', purpose)
+    .where('stage', '=', 'sent')
+    .where('expires_at', '>', now)
+    .orderBy('created_at', 'desc')
+    .executeTakeFirst();
+  return row as VerificationRequest | undefined;
+}
+
 /** The live request a link token belongs to, not yet proven. */
 export async function findByLink(
   db: Kysely<Schema>,

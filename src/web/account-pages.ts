@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { EMAIL_RULE } from '../accounts/account-names.ts';
 import {
   backupCodesOnPage,
   changePassword,
@@ -10,6 +11,8 @@ import {
   twoStepSetupSecret,
 } from '../accounts/account-service.ts';
 import { type Account, findAccount } from '../accounts/accounts.ts';
+import { PASSWORD_RULE } from '../accounts/password-rules.ts';
+import { pendingEmailChange } from '../accounts/self-service.ts';
 import { codeStep, type Limited, passwordStep, type Wrong } from '../accounts/sign-in.ts';
 import { totpUri } from '../accounts/totp.ts';
 import { listTrustedDevices } from '../accounts/trusted-devices.ts';
@@ -48,13 +51,14 @@ const NOTICES: Record<string, string> = {
   'two-step-off': 'Two-step verification is off.',
   'email-link-sent':
     'We sent a link to the new address. Your e-mail address changes when you open it (within 24 hours).',
+  'email-link-resent': 'We sent a new link to the new address. The link sent before no longer works.',
   'backup-codes-new': 'You have a new set of backup codes. The old ones no longer work.',
   ...PASSKEY_NOTICES,
 };
 
 /** Errors shown in the section of the form that caused them. */
 type SectionErrors = Partial<
-  Record<'sessions' | 'devices' | 'password' | 'twoStep' | 'backupCodes' | 'passkeys' | 'email', string>
+  Record<'sessions' | 'devices' | 'password' | 'twoStep' | 'backupCodes' | 'passkeys' | 'email' | 'emailResend', string>
 >;
 
 const formatTime = (ms: number) => `${new Date(ms).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
@@ -94,7 +98,13 @@ export async function accountPages(web: FastifyInstance): Promise<void> {
     reply: FastifyReply,
     session: WebSession,
     account: Account,
-    options: { notice?: string; errors?: SectionErrors; status?: number } = {},
+    options: {
+      notice?: string;
+      errors?: SectionErrors;
+      status?: number;
+      newEmail?: string;
+      emailResent?: boolean;
+    } = {},
   ) {
     let setup: { uri: string; qrSvg: string } | undefined;
     if (account.totpSecret === null) {
@@ -120,6 +130,11 @@ export async function accountPages(web: FastifyInstance): Promise<void> {
       {
         username: account.username,
         email: account.email,
+        // The address a link went to (an e-mail change not confirmed yet), and what a refused change had typed.
+        pendingEmail: await pendingEmailChange(db(), account.userId),
+        emailResent: options.emailResent ?? false,
+        newEmail: options.newEmail,
+        rules: { email: EMAIL_RULE, password: PASSWORD_RULE },
         notice: options.notice,
         errors: options.errors ?? {},
         sessions: sessions.map((s) => ({
@@ -148,8 +163,12 @@ export async function accountPages(web: FastifyInstance): Promise<void> {
 
   registerEmailChange(web, {
     signedIn,
-    showEmailError: (reply, current, message, status) =>
-      showAccount(reply, current.session, current.account, { errors: { email: message }, status }),
+    showEmailError: (reply, current, error, status) =>
+      showAccount(reply, current.session, current.account, {
+        errors: { [error.resend ? 'emailResend' : 'email']: error.message },
+        newEmail: error.typed,
+        status,
+      }),
   });
 
   const backToAccount = (reply: FastifyReply, done: keyof typeof NOTICES | undefined) =>
@@ -163,7 +182,10 @@ export async function accountPages(web: FastifyInstance): Promise<void> {
     if (!current || returnAfterSignIn(request, reply)) return reply;
     const done = request.query.done;
     const notice = typeof done === 'string' && Object.hasOwn(NOTICES, done) ? NOTICES[done] : undefined;
-    return showAccount(reply, current.session, current.account, notice ? { notice } : {});
+    return showAccount(reply, current.session, current.account, {
+      ...(notice ? { notice } : {}),
+      emailResent: done === 'email-link-resent',
+    });
   });
 
   // --- Signing in (for a browser that is not signed in yet) ---

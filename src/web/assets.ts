@@ -4,6 +4,8 @@ import { fileURLToPath } from 'node:url';
 import type { FastifyInstance } from 'fastify';
 
 const stylesheet = readFileSync(new URL('./assets/site.css', import.meta.url));
+/** The show-password buttons: a plain script (no dependencies), served as written. */
+const showPasswordScript = readFileSync(new URL('./assets/show-password.js', import.meta.url));
 
 /** The passkey script as `npm run build` bundled it (dist/web/assets/passkeys.js). */
 const builtPageScript = new URL('./assets/passkeys.js', import.meta.url);
@@ -42,10 +44,16 @@ async function bundleFromSources(): Promise<Buffer> {
   return Buffer.from(result.outputFiles[0]!.contents);
 }
 
-/** The pages' assets (stylesheet and script), served by the service itself so pages need nothing external. */
+/** The pages' assets (stylesheet and scripts), served by the service itself so pages need nothing external. */
 export async function assetRoutes(app: FastifyInstance): Promise<void> {
   app.get('/assets/site.css', { logLevel: 'warn' }, async (_request, reply) =>
     reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=3600').send(stylesheet),
+  );
+  app.get('/assets/show-password.js', { logLevel: 'warn' }, async (_request, reply) =>
+    reply
+      .type('text/javascript; charset=utf-8')
+      .header('cache-control', 'public, max-age=3600')
+      .send(showPasswordScript),
   );
   app.get('/assets/passkeys.js', { logLevel: 'warn' }, async (_request, reply) =>
     reply

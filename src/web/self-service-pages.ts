@@ -1,8 +1,16 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { checkEmailAddress } from '../accounts/account-names.ts';
+import { checkEmailAddress, EMAIL_RULE, USERNAME_RULE } from '../accounts/account-names.ts';
 import { findAccount } from '../accounts/accounts.ts';
+import { PASSWORD_RULE } from '../accounts/password-rules.ts';
 import { completeReset, completeSignUp, confirmEmailChange, requestCode } from '../accounts/self-service.ts';
-import { findByFlow, findByLink, type Purpose, proveByCode, proveByLink } from '../accounts/verification-requests.ts';
+import {
+  findByFlow,
+  findByLink,
+  type Purpose,
+  proveByCode,
+  proveByLink,
+  type VerificationRequest,
+} from '../accounts/verification-requests.ts';
 import { sendMessage, sendPage, tooManyAttempts, wrongCodeMessage } from './pages.ts';
 import {
   accountMailer,
@@ -24,6 +32,8 @@ const VERIFY = '/account/verify';
 type FormRequest = FastifyRequest<{ Body: Record<string, unknown> | undefined }>;
 
 const MAIL_FAILED = 'We could not send the e-mail just now. Nothing was changed: please try again in a few minutes.';
+/** What the pages show beside their inputs before anything is submitted (from the rules' own modules). */
+const RULES = { email: EMAIL_RULE, username: USERNAME_RULE, password: PASSWORD_RULE };
 const ENDED =
   'That code has expired, was replaced by a newer one or was tried too often. Enter your address again to get a new one.';
 
@@ -48,25 +58,72 @@ export async function selfServicePages(web: FastifyInstance): Promise<void> {
 
   type SignUpView = {
     step: 'email' | 'code' | 'details';
-    error?: Partial<Record<'email' | 'code' | 'username' | 'password' | 'form', string>>;
+    error?: Partial<Record<'email' | 'code' | 'resend' | 'username' | 'password' | 'form', string>>;
+    /** The address typed (email step), or the one the code went to (code and details steps). */
     email?: string;
     username?: string;
     returnTo?: string | null;
+    resent?: boolean;
   };
   const signUpPage = (reply: FastifyReply, view: SignUpView, status = 200) =>
-    sendPage(reply, 'sign-up', { error: {}, returnTo: null, ...view }, status);
+    sendPage(reply, 'sign-up', { error: {}, returnTo: null, rules: RULES, ...view }, status);
+  /** The browser's request of `purpose` at `stage`: the address its code went to. */
+  const requestOf = (request: FastifyRequest, purpose: 'sign_up' | 'reset', stage: 'sent' | 'verified') =>
+    findByFlow(db(), purpose, flowToken(request, purpose), stage);
+
+  /**
+   * "Send the code again" of a code page: a new request for the address the code went to, as if
+   * the address were entered again (the same limits; the new code replaces the old one).
+   */
+  async function resend(
+    request: FormRequest,
+    reply: FastifyReply,
+    purpose: 'sign_up' | 'reset',
+    show: (
+      view: { step: 'email' | 'code'; email?: string; error?: { email?: string; resend?: string } },
+      status: number,
+    ) => FastifyReply,
+  ) {
+    const pending: VerificationRequest | undefined = await requestOf(request, purpose, 'sent');
+    if (!pending) return show({ step: 'email', error: { email: ENDED } }, 410);
+    const wait = await countCodeRequest(request, pending.address);
+    if (wait > 0)
+      return show(
+        {
+          step: 'code',
+          email: pending.address,
+          error: { resend: tooManyAttempts(reply, 'requests for this address or from your network', wait) },
+        },
+        429,
+      );
+    const outcome = await requestCode(db(), send, links, {
+      purpose,
+      address: pending.address,
+      returnTo: pending.return_to,
+    });
+    // The earlier code was replaced already: the address is entered again.
+    if (outcome.kind === 'mail failed')
+      return show({ step: 'email', email: pending.address, error: { email: MAIL_FAILED } }, 503);
+    setFlowCookie(request, reply, purpose, outcome.flowToken);
+    return seeOther(reply, `${purpose === 'sign_up' ? SIGN_UP : FORGOT}?resent`);
+  }
 
   // With SIGN_UP=closed the sign-up pages do not exist (404).
   if (signUpOpen(web)) {
-    web.get<{ Querystring: { return_to?: unknown; restart?: unknown } }>(SIGN_UP, async (request, reply) => {
-      const returnTo = safeReturnTo(request.query.return_to);
-      if (request.query.restart === undefined) {
-        const token = flowToken(request, 'sign_up');
-        if (await findByFlow(db(), 'sign_up', token, 'verified')) return signUpPage(reply, { step: 'details' });
-        if (await findByFlow(db(), 'sign_up', token, 'sent')) return signUpPage(reply, { step: 'code' });
-      }
-      return signUpPage(reply, { step: 'email', returnTo });
-    });
+    web.get<{ Querystring: { return_to?: unknown; restart?: unknown; resent?: unknown } }>(
+      SIGN_UP,
+      async (request, reply) => {
+        const returnTo = safeReturnTo(request.query.return_to);
+        if (request.query.restart === undefined) {
+          const proven = await requestOf(request, 'sign_up', 'verified');
+          if (proven) return signUpPage(reply, { step: 'details', email: proven.address });
+          const sent = await requestOf(request, 'sign_up', 'sent');
+          if (sent)
+            return signUpPage(reply, { step: 'code', email: sent.address, resent: request.query.resent !== undefined });
+        }
+        return signUpPage(reply, { step: 'email', returnTo });
+      },
+    );
 
     web.post<{ Body: Record<string, unknown> | undefined }>(SIGN_UP, csrf, async (request, reply) => {
       const returnTo = safeReturnTo(field(request, 'return_to'));
@@ -74,7 +131,8 @@ export async function selfServicePages(web: FastifyInstance): Promise<void> {
       if (!email.ok)
         return signUpPage(
           reply,
-          { step: 'email', returnTo, email: field(request, 'email').slice(0, 300), error: { email: email.reason } },
+          // Shown as typed, however long: an address is refused, never cut.
+          { step: 'email', returnTo, email: field(request, 'email'), error: { email: email.reason } },
           400,
         );
       const wait = await countCodeRequest(request, email.value);
@@ -99,11 +157,17 @@ export async function selfServicePages(web: FastifyInstance): Promise<void> {
     web.post<{ Body: Record<string, unknown> | undefined }>(`${SIGN_UP}/code`, csrf, async (request, reply) => {
       const outcome = await proveByCode(db(), 'sign_up', flowToken(request, 'sign_up'), field(request, 'code'));
       if (outcome.kind === 'ended') return signUpPage(reply, { step: 'email', error: { email: ENDED } }, 410);
-      if (outcome.kind === 'wrong')
-        return signUpPage(reply, { step: 'code', error: { code: wrongCode(outcome.attemptsLeft) } }, 400);
+      if (outcome.kind === 'wrong') {
+        const email = (await requestOf(request, 'sign_up', 'sent'))?.address;
+        return signUpPage(reply, { step: 'code', email, error: { code: wrongCode(outcome.attemptsLeft) } }, 400);
+      }
       setFlowCookie(request, reply, 'sign_up', outcome.flowToken);
       return seeOther(reply, SIGN_UP);
     });
+
+    web.post<{ Body: Record<string, unknown> | undefined }>(`${SIGN_UP}/resend`, csrf, async (request, reply) =>
+      resend(request, reply, 'sign_up', (view, status) => signUpPage(reply, view, status)),
+    );
 
     web.post<{ Body: Record<string, unknown> | undefined }>(`${SIGN_UP}/details`, csrf, async (request, reply) => {
       const token = flowToken(request, 'sign_up');
@@ -115,8 +179,10 @@ export async function selfServicePages(web: FastifyInstance): Promise<void> {
             password: field(request, 'password'),
           })
         : ({ kind: 'ended' } as const);
+      // Everything but the password is shown again as it was.
+      const email = token ? (await requestOf(request, 'sign_up', 'verified'))?.address : undefined;
       const again = (error: SignUpView['error'], status: number) =>
-        signUpPage(reply, { step: 'details', username: typed, error }, status);
+        signUpPage(reply, { step: 'details', username: typed, email, error }, status);
       if (outcome.kind === 'invalid') return again({ [outcome.field]: outcome.message }, 400);
       if (outcome.kind === 'username taken')
         return again(
@@ -143,11 +209,13 @@ export async function selfServicePages(web: FastifyInstance): Promise<void> {
   type ForgotView = {
     step: 'email' | 'code' | 'password';
     twoStep?: boolean;
+    /** The address typed (email step), or the one the code went to (code step). */
     email?: string;
-    error?: Partial<Record<'email' | 'code' | 'new_password' | 'two_step_code', string>>;
+    resent?: boolean;
+    error?: Partial<Record<'email' | 'code' | 'resend' | 'new_password' | 'two_step_code', string>>;
   };
   const forgotPage = (reply: FastifyReply, view: ForgotView, status = 200) =>
-    sendPage(reply, 'forgot', { error: {}, twoStep: false, ...view }, status);
+    sendPage(reply, 'forgot', { error: {}, twoStep: false, rules: RULES, ...view }, status);
 
   /** The proven reset of this browser and its account. */
   async function provenReset(request: FastifyRequest) {
@@ -157,12 +225,13 @@ export async function selfServicePages(web: FastifyInstance): Promise<void> {
     return proven && account && token ? { token, account } : undefined;
   }
 
-  web.get<{ Querystring: { restart?: unknown } }>(FORGOT, async (request, reply) => {
+  web.get<{ Querystring: { restart?: unknown; resent?: unknown } }>(FORGOT, async (request, reply) => {
     if (request.query.restart === undefined) {
       const proven = await provenReset(request);
       if (proven) return forgotPage(reply, { step: 'password', twoStep: proven.account.totpSecret !== null });
-      if (await findByFlow(db(), 'reset', flowToken(request, 'reset'), 'sent'))
-        return forgotPage(reply, { step: 'code' });
+      const sent = await requestOf(request, 'reset', 'sent');
+      if (sent)
+        return forgotPage(reply, { step: 'code', email: sent.address, resent: request.query.resent !== undefined });
     }
     return forgotPage(reply, { step: 'email' });
   });
@@ -170,11 +239,7 @@ export async function selfServicePages(web: FastifyInstance): Promise<void> {
   web.post<{ Body: Record<string, unknown> | undefined }>(FORGOT, csrf, async (request, reply) => {
     const email = checkEmailAddress(field(request, 'email'));
     if (!email.ok)
-      return forgotPage(
-        reply,
-        { step: 'email', email: field(request, 'email').slice(0, 300), error: { email: email.reason } },
-        400,
-      );
+      return forgotPage(reply, { step: 'email', email: field(request, 'email'), error: { email: email.reason } }, 400);
     const wait = await countCodeRequest(request, email.value);
     if (wait > 0)
       return forgotPage(
@@ -196,11 +261,17 @@ export async function selfServicePages(web: FastifyInstance): Promise<void> {
   web.post<{ Body: Record<string, unknown> | undefined }>(`${FORGOT}/code`, csrf, async (request, reply) => {
     const outcome = await proveByCode(db(), 'reset', flowToken(request, 'reset'), field(request, 'code'));
     if (outcome.kind === 'ended') return forgotPage(reply, { step: 'email', error: { email: ENDED } }, 410);
-    if (outcome.kind === 'wrong')
-      return forgotPage(reply, { step: 'code', error: { code: wrongCode(outcome.attemptsLeft) } }, 400);
+    if (outcome.kind === 'wrong') {
+      const email = (await requestOf(request, 'reset', 'sent'))?.address;
+      return forgotPage(reply, { step: 'code', email, error: { code: wrongCode(outcome.attemptsLeft) } }, 400);
+    }
     setFlowCookie(request, reply, 'reset', outcome.flowToken);
     return seeOther(reply, FORGOT);
   });
+
+  web.post<{ Body: Record<string, unknown> | undefined }>(`${FORGOT}/resend`, csrf, async (request, reply) =>
+    resend(request, reply, 'reset', (view, status) => forgotPage(reply, view, status)),
+  );
 
   web.post<{ Body: Record<string, unknown> | undefined }>(`${FORGOT}/password`, csrf, async (request, reply) => {
     const token = flowToken(request, 'reset');

@@ -356,10 +356,10 @@ describe('security headers and cookies (https BASE_URL)', () => {
     const forbidden = await browser.fetch(`${page}/password`, { form: { username: 'x', password: 'y' } });
     assert.equal(forbidden.status, 403);
     assertSecurityHeaders(forbidden);
-    // The pages load nothing from elsewhere: the stylesheet and the (passkey) script are the service's own.
+    // The pages load nothing from elsewhere: the stylesheet and the scripts (show-password, passkey) are the service's own.
     assert.deepEqual(
       [...signin.text.matchAll(/<(?:link|script|img)\b[^>]*?(?:href|src)="([^"]+)"/g)].map((match) => match[1]),
-      ['/assets/site.css', '/assets/passkeys.js'],
+      ['/assets/site.css', '/assets/show-password.js', '/assets/passkeys.js'],
     );
     // Its links (create an account, forgot the password) stay on the service too.
     for (const [, target] of signin.text.matchAll(/<a\b[^>]*?href="([^"]+)"/g)) assert.match(target!, /^\/(?!\/)/);
