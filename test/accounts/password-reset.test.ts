@@ -148,9 +148,10 @@ describe('password reset', () => {
       [known.answer.status, known.answer.location, known.answer.text, cookie(known.answer)],
       [stranger.answer.status, stranger.answer.location, stranger.answer.text, cookie(stranger.answer)],
     );
+    // The code page shows the address typed (decision 0091); all else is the same for every address.
     assert.equal(
-      maskTokens((await known.browser.fetch('/account/forgot')).text),
-      maskTokens((await stranger.browser.fetch('/account/forgot')).text),
+      maskTokens((await known.browser.fetch('/account/forgot')).text).replaceAll(account.email, '<address typed>'),
+      maskTokens((await stranger.browser.fetch('/account/forgot')).text).replaceAll(unknown, '<address typed>'),
     );
     assert.ok(known.mail.code);
     assert.equal(stranger.mail.code, undefined, 'no code for an address without an account');

@@ -203,9 +203,10 @@ describe('pages people trust', () => {
       assert.equal((await click(page, 'Send the code')).status(), 400);
       const email = page.getByLabel('E-mail address');
       assert.equal(await email.getAttribute('aria-invalid'), 'true');
+      // The error first, then the rule shown before submitting (decision 0091).
       const describedBy = await email.getAttribute('aria-describedby');
-      assert.equal(describedBy, 'email-error');
-      assert.match((await page.locator(`#${describedBy}`).textContent()) ?? '', /not a valid e-mail address/);
+      assert.equal(describedBy, 'email-error email-rule');
+      assert.match((await page.locator('#email-error').textContent()) ?? '', /not a valid e-mail address/);
       assert.equal(await email.inputValue(), 'a..b@example.com', 'what was typed is kept');
       await capture(page, 'trust-sign-up-refused');
     });
@@ -218,10 +219,14 @@ describe('pages people trust', () => {
       await page.getByLabel('Current password').fill('not the password');
       await page.getByLabel('New password').fill(STRONG_PASSWORD);
       assert.equal((await click(page, 'Change password')).status(), 401);
-      for (const id of ['current_password', 'new_password']) {
+      for (const [id, describedBy] of [
+        ['current_password', 'password-error'],
+        // The error, then the password rule shown before submitting (decision 0091).
+        ['new_password', 'password-error new-password-rule'],
+      ] as const) {
         const input = page.locator(`#${id}`);
         assert.equal(await input.getAttribute('aria-invalid'), 'true', id);
-        assert.equal(await input.getAttribute('aria-describedby'), 'password-error', id);
+        assert.equal(await input.getAttribute('aria-describedby'), describedBy, id);
       }
       assert.match((await page.locator('#password-error').textContent()) ?? '', /current password is not right/);
       // Other sections' inputs are not marked.
