@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import {
-  backupCodesOnPage,
+  backupCodesLeft,
   changePassword,
   endApplicationSession,
   endTrustedDevice,
@@ -17,10 +17,12 @@ import { isUuid, normalizeUuid } from '../http/uuid.ts';
 import { isScope, SCOPES, scopeList } from '../oauth/scopes.ts';
 import { listUserSessions } from '../oauth/user-sessions.ts';
 import { returnAfterSignIn } from './apps-pages.ts';
+import { backupCodesPage, toBackupCodes } from './backup-codes-page.ts';
 import { registerEmailChange } from './email-change.ts';
 import { field as formField, sendPage, tooManyAttempts, wrongCodeMessage } from './pages.ts';
 import { PASSKEY_NOTICES, passkeyAccountRoutes, passkeySectionView, passkeySignInView } from './passkey-pages.ts';
 import { accountContext } from './sign-in.ts';
+import { onlyOnce } from './single-use-submit.ts';
 import {
   endWebSession,
   forgetWebSession,
@@ -43,12 +45,10 @@ const NOTICES: Record<string, string> = {
   'trust-ended': 'That device will be asked for a two-step code at its next sign-in.',
   'password-changed':
     'Your password was changed. Every application and every other browser was signed out, and no device is trusted any more.',
-  'two-step-on':
-    'Two-step verification is on. Signing in now needs a code from your authenticator app, or one of the backup codes below.',
   'two-step-off': 'Two-step verification is off.',
   'email-link-sent':
     'We sent a link to the new address. Your e-mail address changes when you open it (within 24 hours).',
-  'backup-codes-new': 'You have a new set of backup codes. The old ones no longer work.',
+  'backup-codes-saved': 'Keep your backup codes somewhere safe, apart from your phone.',
   ...PASSKEY_NOTICES,
 };
 
@@ -108,8 +108,9 @@ export async function accountPages(web: FastifyInstance): Promise<void> {
         }),
       };
     }
+    // The new codes themselves are shown once on their own page (backup-codes-page.ts).
     const backupCodes =
-      account.totpSecret === null ? undefined : await backupCodesOnPage({ db: db() }, account, session);
+      account.totpSecret === null ? undefined : { left: await backupCodesLeft({ db: db() }, account) };
     const [sessions, devices] = await Promise.all([
       listUserSessions(db(), account.userId),
       listTrustedDevices(db(), account.userId),
@@ -157,6 +158,8 @@ export async function accountPages(web: FastifyInstance): Promise<void> {
       .code(303)
       .header('location', done ? `${ACCOUNT}?done=${done}` : ACCOUNT)
       .send();
+
+  await backupCodesPage(web, { signedIn });
 
   web.get<{ Querystring: { done?: unknown } }>(ACCOUNT, async (request, reply) => {
     const current = await signedIn(request, reply);
@@ -300,7 +303,8 @@ export async function accountPages(web: FastifyInstance): Promise<void> {
       const [message, status] = refusal(reply, outcome, 'code');
       return showAccount(reply, session, account, { errors: { twoStep: message }, status });
     }
-    return backToAccount(reply, outcome.kind === 'on' ? 'two-step-on' : 'two-step-off');
+    if (outcome.kind === 'on') return toBackupCodes(reply, 'two-step-on');
+    return backToAccount(reply, 'two-step-off');
   });
 
   web.post<{ Body: Record<string, unknown> | undefined }>(`${ACCOUNT}/backup-codes`, csrf, async (request, reply) => {
@@ -308,13 +312,14 @@ export async function accountPages(web: FastifyInstance): Promise<void> {
     if (!current) return reply;
     const { session, account } = current;
     if (field(request, 'backup_codes') !== 'new') return backToAccount(reply, undefined);
+    if (await onlyOnce(request, reply)) return reply;
     const outcome = await renewBackupCodes(context(request), account, { session, code: field(request, 'code') });
     if (outcome.kind === 'stale') return backToAccount(reply, undefined);
     if (outcome.kind === 'wrong' || outcome.kind === 'limited') {
       const [message, status] = refusal(reply, outcome, 'code');
       return showAccount(reply, session, account, { errors: { backupCodes: message }, status });
     }
-    return backToAccount(reply, 'backup-codes-new');
+    return toBackupCodes(reply, 'backup-codes-new');
   });
   await passkeyAccountRoutes(web, {
     signedIn,

@@ -6,6 +6,7 @@ import { checkCurrentPassword } from '../accounts/sign-in.ts';
 import { tooManyAttempts } from './pages.ts';
 import { accountMailer, countCodeRequest, field } from './self-service-support.ts';
 import { signInContext } from './sign-in.ts';
+import { onlyOnce } from './single-use-submit.ts';
 import type { WebSession } from './web-sessions.ts';
 
 /** What the account page lends this form: its sign-in check and its rendering with an error in the e-mail section. */
@@ -34,6 +35,7 @@ export function registerEmailChange(web: FastifyInstance, parts: AccountPagePart
     async (request, reply) => {
       const current = await parts.signedIn(request, reply);
       if (!current) return reply;
+      if (await onlyOnce(request, reply)) return reply;
       const refuse = (message: string, status: number) => parts.showEmailError(reply, current, message, status);
       const email = checkEmailAddress(field(request, 'new_email'));
       if (!email.ok) return refuse(email.reason, 400);

@@ -15,6 +15,7 @@ import {
   setFlowCookie,
   signUpOpen,
 } from './self-service-support.ts';
+import { onlyOnce } from './single-use-submit.ts';
 import { startBrowserSignIn } from './web-sessions.ts';
 
 const SIGN_UP = '/account/sign-up';
@@ -69,6 +70,7 @@ export async function selfServicePages(web: FastifyInstance): Promise<void> {
     });
 
     web.post<{ Body: Record<string, unknown> | undefined }>(SIGN_UP, csrf, async (request, reply) => {
+      if (await onlyOnce(request, reply)) return reply;
       const returnTo = safeReturnTo(field(request, 'return_to'));
       const email = checkEmailAddress(field(request, 'email'));
       if (!email.ok)
@@ -168,6 +170,7 @@ export async function selfServicePages(web: FastifyInstance): Promise<void> {
   });
 
   web.post<{ Body: Record<string, unknown> | undefined }>(FORGOT, csrf, async (request, reply) => {
+    if (await onlyOnce(request, reply)) return reply;
     const email = checkEmailAddress(field(request, 'email'));
     if (!email.ok)
       return forgotPage(
