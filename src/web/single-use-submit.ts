@@ -27,7 +27,8 @@ const KEPT_HEADERS = ['location', 'set-cookie', 'content-type', 'cache-control',
 const WAIT_MS = 15_000;
 const POLL_MS = 25;
 
-const claimed = new WeakMap<FastifyRequest, { route: string; token: string }>();
+/** The first submits at work: their token, and the page they answer as sent (before compression). */
+const claimed = new WeakMap<FastifyRequest, { route: string; token: string; body: string | null }>();
 
 const routeOf = (request: FastifyRequest) => request.url.split('?', 1)[0]!;
 
@@ -45,7 +46,14 @@ export async function onlyOnce(request: FastifyRequest, reply: FastifyReply): Pr
   const deadline = Date.now() + WAIT_MS;
   while (Date.now() < deadline) {
     if (await claimSubmitToken(db, route, token)) {
-      claimed.set(request, { route, token });
+      const claim = { route, token, body: '' as string | null };
+      claimed.set(request, claim);
+      // The answer as the route sends it: onSend would see it compressed already (a stream).
+      const send = reply.send.bind(reply);
+      reply.send = ((payload?: unknown) => {
+        claim.body = typeof payload === 'string' ? payload : payload === undefined || payload === null ? '' : null;
+        return send(payload);
+      }) as typeof reply.send;
       return false;
     }
     const answer = await findSubmitAnswer(db, route, token);
@@ -77,7 +85,7 @@ export function keepFirstAnswers(web: FastifyInstance): void {
     if (!claim) return payload;
     claimed.delete(request);
     const db = request.server.database.db;
-    if (reply.statusCode >= 500 || (payload !== null && payload !== undefined && typeof payload !== 'string')) {
+    if (reply.statusCode >= 500 || claim.body === null) {
       await releaseSubmitToken(db, claim.route, claim.token);
       return payload;
     }
@@ -90,7 +98,7 @@ export function keepFirstAnswers(web: FastifyInstance): void {
     await keepSubmitAnswer(db, claim.route, claim.token, {
       status: reply.statusCode,
       headers,
-      body: typeof payload === 'string' ? payload : '',
+      body: claim.body,
     });
     return payload;
   });

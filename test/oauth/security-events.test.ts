@@ -384,11 +384,18 @@ describe('security events', () => {
       303,
     );
     await onlyEvent('application_updated', { userId: developer.userId, clientId });
-    const renewed = await browser.submit('/account/apps', { new_secret: clientId }, /secret$/);
+    // New secret and delete answer their confirmation page first, whose form (confirmed=yes) acts.
+    const askedSecret = await browser.submit('/account/apps', { new_secret: clientId }, /secret$/);
+    assert.match(askedSecret.text, /name="confirmed" value="yes"/);
+    const renewed = await browser.submitOn(askedSecret.text, { new_secret: clientId, confirmed: 'yes' }, /secret$/);
     assert.equal(renewed.status, 200);
     remember('renewed client secret', /id="client-secret">([^<]+)</.exec(renewed.text)![1]);
     await onlyEvent('application_secret_renewed', { userId: developer.userId, clientId });
-    assert.equal((await browser.submit('/account/apps', { delete_app: clientId }, /delete$/)).status, 303);
+    const askedDelete = await browser.submit('/account/apps', { delete_app: clientId }, /delete$/);
+    assert.equal(
+      (await browser.submitOn(askedDelete.text, { delete_app: clientId, confirmed: 'yes' }, /delete$/)).status,
+      303,
+    );
     await onlyEvent('application_deleted', { userId: developer.userId, clientId });
   });
 
@@ -418,7 +425,13 @@ describe('security events', () => {
       .execute();
     const signedIn = await browser.submitOn(signIn.text, { username: account.username, password: account.password });
     assert.equal(signedIn.status, 303);
-    const removed = await browser.submit('/account', { remove_passkey: credentialId }, /passkeys\/remove$/);
+    const asked = await browser.submit('/account', { remove_passkey: credentialId }, /passkeys\/remove$/);
+    assert.match(asked.text, /name="confirmed" value="yes"/);
+    const removed = await browser.submitOn(
+      asked.text,
+      { remove_passkey: credentialId, confirmed: 'yes' },
+      /passkeys\/remove$/,
+    );
     assert.equal(removed.status, 303, removed.text);
     assert.equal((await onlyEvent('passkey_removed', { userId: account.userId })).details.passkey, 'Event key');
   });
