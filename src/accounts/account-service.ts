@@ -174,6 +174,11 @@ export async function renewBackupCodes(
  * The account's backup codes as its page shows them: how many are left, and a new set made for
  * this browser, shown once (the first page that asks takes it).
  */
+/** How many backup codes the account has left (the account page). */
+export function backupCodesLeft(ctx: Pick<AccountContext, 'db'>, account: Pick<Account, 'userId'>): Promise<number> {
+  return countBackupCodes(ctx.db, account.userId);
+}
+
 export async function backupCodesOnPage(
   ctx: Pick<AccountContext, 'db'>,
   account: Account,

@@ -11,6 +11,8 @@ export const ACCOUNTS_EXPIRING_ROWS: readonly ExpiringRows[] = [
   { table: 'passkey_challenges', key: 'challenge', column: 'expires_at' },
   // One-time codes and links of sign-up, reset and e-mail change.
   { table: 'verification_requests', key: 'request_id', column: 'expires_at' },
+  // The answers kept for repeated submits of a form (submit-tokens.ts).
+  { table: 'submit_tokens', key: 'token_hash', column: 'expires_at' },
   // Security events are kept for 90 days (DESIGN "Operations").
   { table: 'security_events', key: 'event_id', column: 'created_at', keepMs: 90 * DAY_MS },
 ];

@@ -59,6 +59,15 @@ export interface WebSessionsTable {
   backup_codes_to_show: string | null;
 }
 
+/** A form's single-use submit token and the answer to its first submit (migration 020). */
+export interface SubmitTokensTable {
+  /** SHA-256 of the route's path and the token. */
+  token_hash: string;
+  /** The first submit's answer, sealed under a key derived from the token; null while it is at work. */
+  answer: string | null;
+  expires_at: number;
+}
+
 export interface InteractionsTable {
   interaction_hash: string;
   client_id: string;
@@ -243,6 +252,7 @@ export interface Schema {
   backup_codes: BackupCodesTable;
   applications: ApplicationsTable;
   web_sessions: WebSessionsTable;
+  submit_tokens: SubmitTokensTable;
   interactions: InteractionsTable;
   sessions: SessionsTable;
   rotated_refresh_tokens: RotatedRefreshTokensTable;

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { EMAIL_RULE } from '../accounts/account-names.ts';
 import {
-  backupCodesOnPage,
+  backupCodesLeft,
   changePassword,
   endApplicationSession,
   endTrustedDevice,
@@ -20,10 +20,12 @@ import { isUuid, normalizeUuid } from '../http/uuid.ts';
 import { isScope, SCOPES, scopeList } from '../oauth/scopes.ts';
 import { listUserSessions } from '../oauth/user-sessions.ts';
 import { returnAfterSignIn } from './apps-pages.ts';
+import { backupCodesPage, toBackupCodes } from './backup-codes-page.ts';
 import { registerEmailChange } from './email-change.ts';
 import { field as formField, sendPage, tooManyAttempts, wrongCodeMessage } from './pages.ts';
 import { PASSKEY_NOTICES, passkeyAccountRoutes, passkeySectionView, passkeySignInView } from './passkey-pages.ts';
 import { accountContext } from './sign-in.ts';
+import { onlyOnce } from './single-use-submit.ts';
 import {
   endWebSession,
   forgetWebSession,
@@ -46,13 +48,12 @@ const NOTICES: Record<string, string> = {
   'trust-ended': 'That device will be asked for a two-step code at its next sign-in.',
   'password-changed':
     'Your password was changed. Every application and every other browser was signed out, and no device is trusted any more.',
-  'two-step-on':
-    'Two-step verification is on. Signing in now needs a code from your authenticator app, or one of the backup codes below.',
   'two-step-off': 'Two-step verification is off.',
   'email-link-sent':
     'We sent a link to the new address. Your e-mail address changes when you open it (within 24 hours).',
   'email-link-resent': 'We sent a new link to the new address. The link sent before no longer works.',
   'backup-codes-new': 'You have a new set of backup codes. The old ones no longer work.',
+  'backup-codes-saved': 'Keep your backup codes somewhere safe, apart from your phone.',
   ...PASSKEY_NOTICES,
 };
 
@@ -118,8 +119,9 @@ export async function accountPages(web: FastifyInstance): Promise<void> {
         }),
       };
     }
+    // The new codes themselves are shown once on their own page (backup-codes-page.ts).
     const backupCodes =
-      account.totpSecret === null ? undefined : await backupCodesOnPage({ db: db() }, account, session);
+      account.totpSecret === null ? undefined : { left: await backupCodesLeft({ db: db() }, account) };
     const [sessions, devices] = await Promise.all([
       listUserSessions(db(), account.userId),
       listTrustedDevices(db(), account.userId),
@@ -176,6 +178,8 @@ export async function accountPages(web: FastifyInstance): Promise<void> {
       .code(303)
       .header('location', done ? `${ACCOUNT}?done=${done}` : ACCOUNT)
       .send();
+
+  await backupCodesPage(web, { signedIn });
 
   web.get<{ Querystring: { done?: unknown } }>(ACCOUNT, async (request, reply) => {
     const current = await signedIn(request, reply);
@@ -322,7 +326,8 @@ export async function accountPages(web: FastifyInstance): Promise<void> {
       const [message, status] = refusal(reply, outcome, 'code');
       return showAccount(reply, session, account, { errors: { twoStep: message }, status });
     }
-    return backToAccount(reply, outcome.kind === 'on' ? 'two-step-on' : 'two-step-off');
+    if (outcome.kind === 'on') return toBackupCodes(reply, 'two-step-on');
+    return backToAccount(reply, 'two-step-off');
   });
 
   web.post<{ Body: Record<string, unknown> | undefined }>(`${ACCOUNT}/backup-codes`, csrf, async (request, reply) => {
@@ -330,13 +335,14 @@ export async function accountPages(web: FastifyInstance): Promise<void> {
     if (!current) return reply;
     const { session, account } = current;
     if (field(request, 'backup_codes') !== 'new') return backToAccount(reply, undefined);
+    if (await onlyOnce(request, reply)) return reply;
     const outcome = await renewBackupCodes(context(request), account, { session, code: field(request, 'code') });
     if (outcome.kind === 'stale') return backToAccount(reply, undefined);
     if (outcome.kind === 'wrong' || outcome.kind === 'limited') {
       const [message, status] = refusal(reply, outcome, 'code');
       return showAccount(reply, session, account, { errors: { backupCodes: message }, status });
     }
-    return backToAccount(reply, 'backup-codes-new');
+    return toBackupCodes(reply, 'backup-codes-new');
   });
   await passkeyAccountRoutes(web, {
     signedIn,

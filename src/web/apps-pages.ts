@@ -16,7 +16,10 @@ import {
   updateOwnedApplication,
 } from '../oauth/developer-applications.ts';
 import { isScope, SCOPES } from '../oauth/scopes.ts';
+import { type Confirmation, isConfirmed, sendConfirmation } from './confirmation.ts';
 import { sendPage } from './pages.ts';
+import { requireRecentSignIn } from './recent-sign-in.ts';
+import { onlyOnce } from './single-use-submit.ts';
 import { readWebSession } from './web-sessions.ts';
 
 const APPS = '/account/apps';
@@ -201,6 +204,7 @@ export async function appsPages(web: FastifyInstance): Promise<void> {
   web.post<{ Body: Record<string, unknown> | undefined }>(APPS, csrf, async (request, reply) => {
     const current = await signedIn(request, reply);
     if (!current) return reply;
+    if (await onlyOnce(request, reply)) return reply;
     const form = readApplicationForm(request);
     const outcome = await createOwnedApplication(db(), request, current.owner, form);
     switch (outcome.kind) {
@@ -219,10 +223,72 @@ export async function appsPages(web: FastifyInstance): Promise<void> {
     }
   });
 
+  /**
+   * The steps before a new secret or a deletion, which cannot be undone: a recent sign-in (else
+   * the re-authentication page, which comes back to `confirmPage`), then the confirmation page
+   * unless this is its form. Answers the application when the action is to go ahead.
+   */
+  async function readyToAct(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    current: { account: Account; owner: Owner },
+    clientId: string,
+    kind: 'new_secret' | 'delete_app',
+  ): Promise<Application | undefined> {
+    if (!current.owner.twoStepOn) {
+      await twoStepRequired(reply, current.account);
+      return undefined;
+    }
+    const app = await findOwnedApplication(db(), current.account.userId, clientId);
+    if (!app) {
+      await notFound(reply, current.account);
+      return undefined;
+    }
+    if (kind === 'new_secret' && !app.confidential) {
+      await showList(reply, current.account, {
+        error: 'That application is public: it has no secret. Edit it to make it confidential.',
+        status: 400,
+      });
+      return undefined;
+    }
+    const confirmPage = `${APPS}/${encodeURIComponent(app.clientId)}/${kind === 'new_secret' ? 'new-secret' : 'delete'}`;
+    if (!(await requireRecentSignIn(request, reply, { returnTo: confirmPage, cancel: APPS }))) return undefined;
+    if (!isConfirmed(request.body)) {
+      await sendConfirmation(reply, confirmationOf(app, kind));
+      return undefined;
+    }
+    return app;
+  }
+
+  const confirmationOf = (app: Application, kind: 'new_secret' | 'delete_app'): Confirmation =>
+    kind === 'new_secret'
+      ? {
+          title: `New secret for ${app.name}`,
+          consequence:
+            'The current secret stops working at once: every server using it fails to sign in until you give it the new one. This cannot be undone.',
+          action: `${APPS}/secret`,
+          name: 'new_secret',
+          value: app.clientId,
+          button: 'Make a new secret',
+          cancel: { href: APPS, text: 'Cancel' },
+        }
+      : {
+          title: `Delete ${app.name}`,
+          consequence:
+            'The application is deleted and every sign-in to it ends at once: people using it are signed out, and its client id never works again. This cannot be undone.',
+          action: `${APPS}/delete`,
+          name: 'delete_app',
+          value: app.clientId,
+          button: 'Delete the application',
+          cancel: { href: APPS, text: 'Cancel' },
+        };
+
   web.post<{ Body: Record<string, unknown> | undefined }>(`${APPS}/secret`, csrf, async (request, reply) => {
     const current = await signedIn(request, reply);
     if (!current) return reply;
-    const outcome = await renewOwnedApplicationSecret(db(), request, current.owner, field(request, 'new_secret'));
+    const app = await readyToAct(request, reply, current, field(request, 'new_secret'), 'new_secret');
+    if (!app || (await onlyOnce(request, reply))) return reply;
+    const outcome = await renewOwnedApplicationSecret(db(), request, current.owner, app.clientId);
     switch (outcome.kind) {
       case 'two_step_required':
         return twoStepRequired(reply, current.account);
@@ -241,7 +307,9 @@ export async function appsPages(web: FastifyInstance): Promise<void> {
   web.post<{ Body: Record<string, unknown> | undefined }>(`${APPS}/delete`, csrf, async (request, reply) => {
     const current = await signedIn(request, reply);
     if (!current) return reply;
-    const outcome = await deleteOwnedApplication(db(), request, current.owner, field(request, 'delete_app'));
+    const app = await readyToAct(request, reply, current, field(request, 'delete_app'), 'delete_app');
+    if (!app || (await onlyOnce(request, reply))) return reply;
+    const outcome = await deleteOwnedApplication(db(), request, current.owner, app.clientId);
     switch (outcome.kind) {
       case 'two_step_required':
         return twoStepRequired(reply, current.account);
@@ -251,6 +319,19 @@ export async function appsPages(web: FastifyInstance): Promise<void> {
         return reply.code(303).header('location', `${APPS}?done=deleted`).send();
     }
   });
+
+  // The confirmation pages as links: where the re-authentication page comes back to.
+  for (const [path, kind] of [
+    ['new-secret', 'new_secret'],
+    ['delete', 'delete_app'],
+  ] as const) {
+    web.get<{ Params: { clientId: string } }>(`${APPS}/:clientId/${path}`, async (request, reply) => {
+      const current = await signedIn(request, reply);
+      if (!current) return reply;
+      await readyToAct(request, reply, current, request.params.clientId, kind);
+      return reply;
+    });
+  }
 
   web.get<{ Params: { clientId: string } }>(`${APPS}/:clientId`, async (request, reply) => {
     const current = await signedIn(request, reply);
@@ -267,6 +348,7 @@ export async function appsPages(web: FastifyInstance): Promise<void> {
     async (request, reply) => {
       const current = await signedIn(request, reply);
       if (!current) return reply;
+      if (await onlyOnce(request, reply)) return reply;
       const form = readApplicationForm(request);
       const outcome = await updateOwnedApplication(db(), request, current.owner, request.params.clientId, form);
       switch (outcome.kind) {

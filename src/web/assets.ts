@@ -6,6 +6,8 @@ import type { FastifyInstance } from 'fastify';
 const stylesheet = readFileSync(new URL('./assets/site.css', import.meta.url));
 /** The show-password buttons: a plain script (no dependencies), served as written. */
 const showPasswordScript = readFileSync(new URL('./assets/show-password.js', import.meta.url));
+/** The small script of every page (disabled buttons after a submit, copy and print): served as written. */
+const everyPageScript = readFileSync(new URL('./assets/page.js', import.meta.url));
 
 /** The passkey script as `npm run build` bundled it (dist/web/assets/passkeys.js). */
 const builtPageScript = new URL('./assets/passkeys.js', import.meta.url);
@@ -54,6 +56,9 @@ export async function assetRoutes(app: FastifyInstance): Promise<void> {
       .type('text/javascript; charset=utf-8')
       .header('cache-control', 'public, max-age=3600')
       .send(showPasswordScript),
+  );
+  app.get('/assets/page.js', { logLevel: 'warn' }, async (_request, reply) =>
+    reply.type('text/javascript; charset=utf-8').header('cache-control', 'public, max-age=3600').send(everyPageScript),
   );
   app.get('/assets/passkeys.js', { logLevel: 'warn' }, async (_request, reply) =>
     reply

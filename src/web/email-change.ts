@@ -6,6 +6,7 @@ import { checkCurrentPassword } from '../accounts/sign-in.ts';
 import { tooManyAttempts } from './pages.ts';
 import { accountMailer, countCodeRequest, field } from './self-service-support.ts';
 import { signInContext } from './sign-in.ts';
+import { onlyOnce } from './single-use-submit.ts';
 import type { WebSession } from './web-sessions.ts';
 
 /** What a refused e-mail change shows: the sentence, the address typed (shown again), and whether it was a resend. */
@@ -45,6 +46,7 @@ export function registerEmailChange(web: FastifyInstance, parts: AccountPagePart
   web.post<{ Body: Record<string, unknown> | undefined }>('/account/email', csrf, async (request, reply) => {
     const current = await parts.signedIn(request, reply);
     if (!current) return reply;
+    if (await onlyOnce(request, reply)) return reply;
     // The address is shown again as typed (a refused one is never cut); the password is not.
     const typed = field(request, 'new_email');
     const refuse = (message: string, status: number) =>

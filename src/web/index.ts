@@ -13,15 +13,18 @@ import { loginPages } from './login-pages.ts';
 import { notFoundPages } from './not-found-pages.ts';
 import { sendMessage } from './pages.ts';
 import { passkeySignInRoutes } from './passkey-pages.ts';
+import { reauthRoutes } from './recent-sign-in.ts';
 import { selfServicePages } from './self-service-pages.ts';
 import { registerSelfServiceLimits } from './self-service-support.ts';
 import { registerSignInLimits } from './sign-in.ts';
+import { keepFirstAnswers } from './single-use-submit.ts';
 import { spawnCodeRoutes } from './spawn-codes.ts';
 
 /** The server-rendered pages: home, sign-in, two-step, consent, device code entry, the account page, spawn codes. */
 export async function webPages(web: FastifyInstance): Promise<void> {
   const secure = web.config.baseUrl.startsWith('https:');
   await web.register(cookie);
+  keepFirstAnswers(web);
   await web.register(formbody);
   await web.register(csrf, { cookieOpts: { path: '/', sameSite: 'lax', httpOnly: true, secure } });
   await web.register(helmet, {
@@ -73,6 +76,7 @@ export async function webPages(web: FastifyInstance): Promise<void> {
   await web.register(devicePages);
   await web.register(accountPages);
   await web.register(appsPages);
+  await web.register(reauthRoutes);
   await web.register(passkeySignInRoutes);
   await web.register(selfServicePages);
   await web.register(notFoundPages);

@@ -1,7 +1,11 @@
 import type { FastifyReply } from 'fastify';
+import { newSecret } from '../secrets/random-secrets.ts';
 import { renderPage } from './render.ts';
 
-/** Sends a server-rendered page; pages are never cached (they carry CSRF tokens). */
+/**
+ * Sends a server-rendered page; pages are never cached (they carry CSRF tokens). Every page gets a
+ * fresh single-use submit token (`it.submitToken`) for its forms that act (single-use-submit.ts).
+ */
 export function sendPage(
   reply: FastifyReply,
   template: string,
@@ -15,6 +19,7 @@ export function sendPage(
     .send(
       renderPage(template, {
         signUpOpen: reply.server.config.signUp !== 'closed',
+        submitToken: newSecret(),
         ...data,
         csrfToken: reply.generateCsrf(),
       }),

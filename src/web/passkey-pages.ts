@@ -10,14 +10,18 @@ import {
 } from '../accounts/passkey-registration.ts';
 import { passkeySignInOptions, passkeyStep } from '../accounts/passkey-sign-in.ts';
 import { listPasskeys } from '../accounts/passkeys.ts';
-import { type RelyingPartyCheck, relyingPartyFor } from '../accounts/relying-party.ts';
 import { attemptLimit, countAttempt } from '../http/attempt-limits.ts';
 import { apiErrorForThrown, sendError } from '../http/error-handler.ts';
 import { ApiError } from '../http/errors.ts';
 import { findApplication } from '../oauth/clients.ts';
 import { findInteraction } from '../oauth/interactions.ts';
 import { hashSecret, newSecret } from '../secrets/random-secrets.ts';
+import { isConfirmed, sendConfirmation } from './confirmation.ts';
+import { passkeySignInView, relyingPartyOf } from './passkey-availability.ts';
+import { RECENT_SIGN_IN_MS, requireRecentSignIn } from './recent-sign-in.ts';
+import { safeReturnPath } from './return-path.ts';
 import { signInContext } from './sign-in.ts';
+import { onlyOnce } from './single-use-submit.ts';
 import { readWebSession, startBrowserSignIn, type WebSession } from './web-sessions.ts';
 
 /**
@@ -29,28 +33,12 @@ import { readWebSession, startBrowserSignIn, type WebSession } from './web-sessi
  */
 
 const BINDING_COOKIE = 'passkey_binding';
-/** Adding a passkey needs a browser sign-in this recent. */
-export const RECENT_SIGN_IN_MS = 10 * 60_000;
+
+// Adding a passkey needs a browser sign-in this recent, as other actions that cannot be undone do.
+export { passkeySignInView, RECENT_SIGN_IN_MS, relyingPartyOf };
+
 /** Answers are small: a few KiB of base64url. */
 const BODY_LIMIT = 64 * 1024;
-
-const relyingParties = new WeakMap<FastifyInstance['config'], RelyingPartyCheck>();
-export function relyingPartyOf(web: FastifyInstance): RelyingPartyCheck {
-  let check = relyingParties.get(web.config);
-  if (!check) {
-    check = relyingPartyFor(web.config.baseUrl);
-    relyingParties.set(web.config, check);
-  }
-  return check;
-}
-
-/** What the sign-in template needs to offer a passkey, or nothing when passkeys are not available. */
-export function passkeySignInView(
-  web: FastifyInstance,
-  verifyUrl: string,
-): { passkey?: { optionsUrl: string; verifyUrl: string } } {
-  return relyingPartyOf(web).ok ? { passkey: { optionsUrl: '/passkeys/sign-in-options', verifyUrl } } : {};
-}
 
 const formatTime = (ms: number) => `${new Date(ms).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
 
@@ -134,6 +122,7 @@ async function signInWithPasskey(
   reply: FastifyReply,
   place: { page: string; clientId?: string },
   next: string,
+  sameUserAs?: string,
 ) {
   const rp = relyingParty(request);
   const binding = bindingHash(request, reply, false);
@@ -143,6 +132,14 @@ async function signInWithPasskey(
   });
   switch (outcome.kind) {
     case 'signed_in':
+      if (sameUserAs !== undefined && outcome.account.userId !== sameUserAs)
+        throw new ApiError(
+          403,
+          'That passkey is of another account. Use a passkey of the account you are signed in to.',
+          {
+            code: 'passkeyRefused',
+          },
+        );
       // Complete: user verification was required, so no password and no two-step code follow.
       await startBrowserSignIn(request, reply, outcome);
       return reply.header('cache-control', 'no-store').send({ redirect: next });
@@ -203,6 +200,14 @@ export async function passkeySignInRoutes(web: FastifyInstance): Promise<void> {
   web.post('/account/sign-in/passkey', csrf, async (request, reply) =>
     signInWithPasskey(request, reply, { page: 'account' }, '/account'),
   );
+
+  // The re-authentication page (recent-sign-in.ts): a passkey of the signed-in account, then back.
+  web.post<{ Querystring: { return_to?: unknown } }>('/account/reauth/passkey', csrf, async (request, reply) => {
+    const session = await readWebSession(request);
+    if (!session || session.mfaPending) throw new ApiError(401, 'You are signed out. Sign in again.');
+    const next = safeReturnPath(request.query.return_to) ?? '/account';
+    return signInWithPasskey(request, reply, { page: 'reauth' }, next, session.userId);
+  });
 }
 
 /** What the account page's own helpers give the passkey forms. */
@@ -245,10 +250,50 @@ export async function passkeyAccountRoutes(web: FastifyInstance, hooks: AccountP
     return reply.code(303).header('location', '/account?done=passkey-renamed').send();
   });
 
-  web.post('/account/passkeys/remove', formCsrf, async (request, reply) => {
+  /**
+   * Removing a passkey cannot be undone: a recent sign-in (else the re-authentication page, which
+   * comes back to the confirmation), then the confirmation page unless this is its form. Answers
+   * the passkey's id when the removal is to go ahead.
+   */
+  async function readyToRemove(request: FastifyRequest, reply: FastifyReply, id: string, confirmed: boolean) {
     const current = await hooks.signedIn(request, reply);
-    if (!current) return reply;
-    const outcome = await removePasskeyOf(context(request), current.account, field(request, 'remove_passkey'));
+    if (!current) return undefined;
+    const passkey = (await listPasskeys(request.server.database.db, current.account.userId)).find(
+      (p) => p.credentialId === id,
+    );
+    if (!passkey) {
+      await hooks.showError(reply, current, 'That passkey is not on your account (any more).', 404);
+      return undefined;
+    }
+    const confirmPage = `/account/passkeys/${encodeURIComponent(passkey.credentialId)}/remove`;
+    if (!(await requireRecentSignIn(request, reply, { returnTo: confirmPage, cancel: '/account#passkeys' })))
+      return undefined;
+    if (!confirmed) {
+      await sendConfirmation(reply, {
+        title: `Remove the passkey ${passkey.name}`,
+        consequence:
+          'This passkey can no longer sign in to your account, and the device keeps it unused: to sign in with that device again, you add it anew. This cannot be undone.',
+        action: '/account/passkeys/remove',
+        name: 'remove_passkey',
+        value: passkey.credentialId,
+        button: 'Remove the passkey',
+        cancel: { href: '/account#passkeys', text: 'Cancel' },
+      });
+      return undefined;
+    }
+    return { current, id: passkey.credentialId };
+  }
+
+  web.get<{ Params: { id: string } }>('/account/passkeys/:id/remove', async (request, reply) => {
+    await readyToRemove(request, reply, request.params.id, false);
+    return reply;
+  });
+
+  web.post('/account/passkeys/remove', formCsrf, async (request, reply) => {
+    const ready = await readyToRemove(request, reply, field(request, 'remove_passkey'), isConfirmed(request.body));
+    if (!ready || (await onlyOnce(request, reply))) return reply;
+    const { current } = ready;
+    const outcome = await removePasskeyOf(context(request), current.account, ready.id);
     if (outcome === 'last_method') {
       return hooks.showError(
         reply,

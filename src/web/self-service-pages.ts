@@ -23,6 +23,7 @@ import {
   setFlowCookie,
   signUpOpen,
 } from './self-service-support.ts';
+import { onlyOnce } from './single-use-submit.ts';
 import { startBrowserSignIn } from './web-sessions.ts';
 
 const SIGN_UP = '/account/sign-up';
@@ -126,6 +127,7 @@ export async function selfServicePages(web: FastifyInstance): Promise<void> {
     );
 
     web.post<{ Body: Record<string, unknown> | undefined }>(SIGN_UP, csrf, async (request, reply) => {
+      if (await onlyOnce(request, reply)) return reply;
       const returnTo = safeReturnTo(field(request, 'return_to'));
       const email = checkEmailAddress(field(request, 'email'));
       if (!email.ok)
@@ -237,6 +239,7 @@ export async function selfServicePages(web: FastifyInstance): Promise<void> {
   });
 
   web.post<{ Body: Record<string, unknown> | undefined }>(FORGOT, csrf, async (request, reply) => {
+    if (await onlyOnce(request, reply)) return reply;
     const email = checkEmailAddress(field(request, 'email'));
     if (!email.ok)
       return forgotPage(reply, { step: 'email', email: field(request, 'email'), error: { email: email.reason } }, 400);

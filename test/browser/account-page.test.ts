@@ -162,8 +162,11 @@ describe('account page in a real browser', () => {
         (await clickAndLoad(page, page.getByRole('button', { name: 'Turn on two-step verification' }))).status(),
         303,
       );
-      assert.match((await page.getByRole('status').textContent()) ?? '', /Two-step verification is on/);
+      // On to the backup codes page (shown once), then back to the account.
+      assert.match(new URL(page.url()).pathname, /^\/account\/backup-codes$/);
+      assert.match((await page.getByRole('status').first().textContent()) ?? '', /Two-step verification is on/);
       assert.equal((await findAccount(server.app.database.db, account.userId))!.totpSecret, secret);
+      await page.goto(`${server.url}/account`);
       await checkLayoutAndCapture(page, 'account-two-step-on');
 
       // Two-step off: refused without a right code, then turned off with one.

@@ -319,10 +319,15 @@ describe('passkeys in a real browser', () => {
 
   test('removing a passkey: it leaves the list, is recorded, and can sign in no more', async () => {
     const { account, credential, tab } = await accountWithPasskey('To remove');
+    // The button asks first, on a page of its own; its confirmation removes it.
     await Promise.all([
-      tab.page.waitForURL(/done=passkey-removed/),
+      tab.page.waitForURL(/\/account\/passkeys\/remove$/),
       tab.page.getByRole('button', { name: 'Remove the passkey To remove' }).click(),
     ]);
+    await tab.page.getByRole('heading', { name: 'Remove the passkey To remove' }).waitFor();
+    assert.match((await tab.page.locator('#confirm-consequence').textContent()) ?? '', /cannot be undone/);
+    assert.equal((await storedPasskeys(account.userId)).length, 1, 'not removed before the confirmation');
+    await Promise.all([tab.page.waitForURL(/done=passkey-removed/), tab.page.locator('#confirm-button').click()]);
     assert.equal(await tab.page.locator('#passkey-list').count(), 0);
     assert.equal((await storedPasskeys(account.userId)).length, 0);
     assert.deepEqual(
@@ -539,9 +544,13 @@ describe('passkeys in a real browser', () => {
   test('removing the last way to sign in (no password, no other passkey) is refused with a reason', async () => {
     const { account, tab } = await accountWithPasskey('Only key');
     await db().updateTable('users').set({ password_hash: null }).where('user_id', '=', account.userId).execute();
+    await Promise.all([
+      tab.page.waitForURL(/\/account\/passkeys\/remove$/),
+      tab.page.getByRole('button', { name: 'Remove the passkey Only key' }).click(),
+    ]);
     const [response] = await Promise.all([
       tab.page.waitForResponse((r) => r.url().endsWith('/account/passkeys/remove')),
-      tab.page.getByRole('button', { name: 'Remove the passkey Only key' }).click(),
+      tab.page.locator('#confirm-button').click(),
     ]);
     assert.equal(response.status(), 409);
     assert.match((await tab.page.locator('#passkeys .error:not([hidden])').textContent()) ?? '', /only way to sign in/);

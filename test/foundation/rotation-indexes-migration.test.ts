@@ -8,6 +8,7 @@ import { test } from 'node:test';
 import { type Kysely, sql } from 'kysely';
 import { dialectOf } from '../../src/db/dialect.ts';
 import * as m015 from '../../src/db/migrations/015_rotation_indexes.ts';
+import * as m020 from '../../src/db/migrations/020_submit_tokens.ts';
 import type { Schema } from '../../src/db/schema.ts';
 import { createSession, REFRESH_TOKEN_TTL_MS } from '../../src/oauth/sessions.ts';
 import { assertOAuthError, newAccount, newApp, tokenRequest, tokensThroughPages } from '../helpers/oauth.ts';
@@ -35,8 +36,14 @@ test('sessions and rotated tokens stored before migration 015 keep working after
     let current: { access_token: string; refresh_token: string };
     try {
       const db = old.app.database.db;
-      await m015.down(db);
-      await sql`delete from kysely_migration where name = ${'015_rotation_indexes'}`.execute(db);
+      // The migrations after 015 are undone first, latest first, as Kysely keeps them in order.
+      for (const [name, migration] of [
+        ['020_submit_tokens', m020],
+        ['015_rotation_indexes', m015],
+      ] as const) {
+        await migration.down(db);
+        await sql`delete from kysely_migration where name = ${name}`.execute(db);
+      }
       assert.equal(await hasIndex(db, 'rotated_refresh_tokens_session'), true);
       first = await tokensThroughPages(old, app, account, 'common users:read');
       const refreshed = await tokenRequest(old, {

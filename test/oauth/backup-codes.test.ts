@@ -61,16 +61,21 @@ describe('backup codes', () => {
     return { account, browser };
   }
 
-  /** Turns two-step on through the account page; answers the secret and the page that follows (with the codes). */
+  /**
+   * Turns two-step on through the account page; answers the secret, the page that follows (the
+   * backup codes page, with the codes) and the account page after it.
+   */
   async function turnOn(browser: FormClient, ip: Record<string, string>) {
     const setup = await browser.fetch('/account', { headers: ip });
     const uri = /id="otpauth-uri">([^<]+)</.exec(setup.text)![1]!.replace(/&amp;/g, '&');
     const secret = new URL(uri).searchParams.get('secret')!;
     const on = await browser.submitOn(setup.text, { code: totpCode(secret), two_step: 'on' }, /two-step$/, ip);
     assert.equal(on.status, 303, on.text);
+    assert.equal(on.location, '/account/backup-codes?done=two-step-on');
     const page = await browser.fetch(on.location!, { headers: ip });
     assert.equal(page.status, 200);
-    return { secret, page: page.text };
+    const account = await browser.fetch('/account', { headers: ip });
+    return { secret, page: page.text, accountPage: account.text };
   }
 
   /** A second browser at the account sign-in's two-step step. */
@@ -97,12 +102,14 @@ describe('backup codes', () => {
     assert.equal(codes.length, 10, page);
     for (const code of codes) assert.match(code, SHAPE);
     assert.equal(new Set(codes).size, 10, 'all different');
-    assert.equal(codesLeft(page), 10);
     assert.match(page, /shown only this once/);
 
-    const again = await browser.fetch('/account', { headers: ip });
+    const again = await browser.fetch('/account/backup-codes', { headers: ip });
     assert.deepEqual(shownCodes(again.text), [], 'not shown a second time');
     assert.equal(codesLeft(again.text), 10);
+    const accountPage = await browser.fetch('/account', { headers: ip });
+    assert.deepEqual(shownCodes(accountPage.text), [], 'the account page shows none');
+    assert.equal(codesLeft(accountPage.text), 10);
 
     const hashes = await storedHashes(account.userId);
     assert.equal(hashes.length, 10);
@@ -208,10 +215,10 @@ describe('backup codes', () => {
   test('a new set needs a current code and ends the old set; turning two-step off removes them', async () => {
     const ip = newIp();
     const { account, browser } = await signedInAccount(ip);
-    const { page, secret } = await turnOn(browser, ip);
+    const { page, secret, accountPage } = await turnOn(browser, ip);
     const first = shownCodes(page);
 
-    const wrong = await browser.submitOn(page, { code: '000000', backup_codes: 'new' }, /backup-codes$/, ip);
+    const wrong = await browser.submitOn(accountPage, { code: '000000', backup_codes: 'new' }, /backup-codes$/, ip);
     assert.equal(wrong.status, 401);
     assert.match(wrong.text, /code is not right/);
     assert.deepEqual(shownCodes(wrong.text), []);
@@ -268,18 +275,24 @@ describe('backup codes', () => {
   test('two new sets asked for at once: one set remains, not both', async () => {
     const ip = newIp();
     const { account, browser } = await signedInAccount(ip);
-    const { page, secret } = await turnOn(browser, ip);
+    const { page, secret, accountPage } = await turnOn(browser, ip);
     const [code] = shownCodes(page);
+    // Two forms without a submit token (as an outside client posts them): each one acts.
     const answers = await Promise.all([
-      browser.submitOn(page, { code: code!, backup_codes: 'new' }, /backup-codes$/, ip),
-      browser.submitOn(page, { code: totpCode(secret, Date.now() + STEP), backup_codes: 'new' }, /backup-codes$/, ip),
+      browser.submitOn(accountPage, { code: code!, backup_codes: 'new' }, /backup-codes$/, ip),
+      browser.submitOn(
+        accountPage,
+        { code: totpCode(secret, Date.now() + STEP), backup_codes: 'new' },
+        /backup-codes$/,
+        ip,
+      ),
     ]);
     assert.deepEqual(
       answers.map((r) => r.status),
       [303, 303],
     );
     assert.equal((await storedHashes(account.userId)).length, 10);
-    const shownNow = shownCodes((await browser.fetch('/account', { headers: ip })).text);
+    const shownNow = shownCodes((await browser.fetch('/account/backup-codes', { headers: ip })).text);
     assert.equal(shownNow.length, 10);
     // The set shown is the set that works.
     const pending = await atAccountTwoStep(account, newIp());

@@ -89,6 +89,19 @@ function postForm(
 }
 
 /** The CSRF token of the form posting to `action` on a page. */
+/**
+ * A destructive action (new secret, delete): its DESIGN form answers the confirmation page (200),
+ * whose form, sent with `confirmed=yes`, acts. Answers the second answer.
+ */
+async function confirmed(browser: FormClient, path: string, csrf: string, fields: Record<string, string>) {
+  const asked = await postForm(browser, path, csrf, fields);
+  assert.equal(asked.status, 200, asked.text);
+  assert.match(asked.text, /name="confirmed" value="yes"/);
+  const [[name, value]] = Object.entries(fields) as [[string, string]];
+  assert.ok(asked.text.includes(`name="${name}" value="${value}"`), 'the button keeps its name and value');
+  return postForm(browser, path, csrfOf(asked.text, path), { ...fields, confirmed: 'yes' });
+}
+
 function csrfOf(html: string, action: string): string {
   const forms = [...html.matchAll(/<form method="post" action="([^"]+)"[^>]*>([\s\S]*?)<\/form>/g)];
   const form = forms.find(([, formAction]) => formAction === action);
@@ -206,7 +219,7 @@ describe('a developer registers an application and signs a user into it with onl
     assert.equal(me.body.userId, user.userId);
 
     // A new secret: shown once; the old one stops working at once (invalid_client), the new one works.
-    const renewed = await postForm(browser, '/account/apps/secret', csrfOf(list.text, '/account/apps/secret'), {
+    const renewed = await confirmed(browser, '/account/apps/secret', csrfOf(list.text, '/account/apps/secret'), {
       new_secret: clientId,
     });
     assert.equal(renewed.status, 200, renewed.text);
@@ -238,7 +251,7 @@ describe('a developer registers an application and signs a user into it with onl
     assert.equal((await bearer(refreshed.access_token)).status, 200);
 
     // Delete: every session of the application ends; the client is unknown afterwards.
-    const deleted = await postForm(
+    const deleted = await confirmed(
       browser,
       '/account/apps/delete',
       csrfOf((await browser.fetch('/account/apps')).text, '/account/apps/delete'),
@@ -382,7 +395,7 @@ test('delete ends pending authorizations too: a login page in progress and a dev
   const list = await browser.fetch('/account/apps');
   assert.equal(
     (
-      await postForm(browser, '/account/apps/delete', csrfOf(list.text, '/account/apps/delete'), {
+      await confirmed(browser, '/account/apps/delete', csrfOf(list.text, '/account/apps/delete'), {
         delete_app: clientId,
       })
     ).status,

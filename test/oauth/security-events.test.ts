@@ -296,13 +296,14 @@ describe('security events', () => {
     );
     await onlyEvent('two_step_enabled', { userId: account.userId });
 
-    // The first backup codes are shown once; one of them makes a new set.
-    page = await browser.fetch('/account');
+    // The first backup codes are shown once, on their own page; one of them makes a new set.
+    page = await browser.fetch('/account/backup-codes');
     const backupCodes = [
       ...(/id="backup-codes"[^>]*>([\s\S]*?)<\/ul>/.exec(page.text)?.[1] ?? '').matchAll(/<code>([^<]+)<\/code>/g),
     ].map((m) => m[1]!);
     assert.equal(backupCodes.length, 10);
     for (const [i, code] of backupCodes.entries()) remember(`backup code ${i}`, code);
+    page = await browser.fetch('/account');
     assert.equal(
       (await browser.submitOn(page.text, { code: backupCodes[0]!, backup_codes: 'new' }, /backup-codes$/)).status,
       303,
@@ -310,7 +311,7 @@ describe('security events', () => {
     const used = await onlyEvent('backup_code_used', { userId: account.userId });
     assert.equal(used.details.backup_codes_left, 9);
     await onlyEvent('backup_codes_renewed', { userId: account.userId });
-    page = await browser.fetch('/account');
+    page = await browser.fetch('/account/backup-codes');
     for (const m of page.text.matchAll(/<li><code>([^<]+)<\/code>/g)) remember('renewed backup code', m[1]);
 
     page = await browser.fetch('/account');
@@ -384,11 +385,18 @@ describe('security events', () => {
       303,
     );
     await onlyEvent('application_updated', { userId: developer.userId, clientId });
-    const renewed = await browser.submit('/account/apps', { new_secret: clientId }, /secret$/);
+    // New secret and delete answer their confirmation page first, whose form (confirmed=yes) acts.
+    const askedSecret = await browser.submit('/account/apps', { new_secret: clientId }, /secret$/);
+    assert.match(askedSecret.text, /name="confirmed" value="yes"/);
+    const renewed = await browser.submitOn(askedSecret.text, { new_secret: clientId, confirmed: 'yes' }, /secret$/);
     assert.equal(renewed.status, 200);
     remember('renewed client secret', /id="client-secret">([^<]+)</.exec(renewed.text)![1]);
     await onlyEvent('application_secret_renewed', { userId: developer.userId, clientId });
-    assert.equal((await browser.submit('/account/apps', { delete_app: clientId }, /delete$/)).status, 303);
+    const askedDelete = await browser.submit('/account/apps', { delete_app: clientId }, /delete$/);
+    assert.equal(
+      (await browser.submitOn(askedDelete.text, { delete_app: clientId, confirmed: 'yes' }, /delete$/)).status,
+      303,
+    );
     await onlyEvent('application_deleted', { userId: developer.userId, clientId });
   });
 
@@ -418,7 +426,13 @@ describe('security events', () => {
       .execute();
     const signedIn = await browser.submitOn(signIn.text, { username: account.username, password: account.password });
     assert.equal(signedIn.status, 303);
-    const removed = await browser.submit('/account', { remove_passkey: credentialId }, /passkeys\/remove$/);
+    const asked = await browser.submit('/account', { remove_passkey: credentialId }, /passkeys\/remove$/);
+    assert.match(asked.text, /name="confirmed" value="yes"/);
+    const removed = await browser.submitOn(
+      asked.text,
+      { remove_passkey: credentialId, confirmed: 'yes' },
+      /passkeys\/remove$/,
+    );
     assert.equal(removed.status, 303, removed.text);
     assert.equal((await onlyEvent('passkey_removed', { userId: account.userId })).details.passkey, 'Event key');
   });

@@ -1,0 +1,52 @@
+// Small behaviours of every page, where JavaScript runs; every page works without them.
+(() => {
+  // A form's submit button disables itself once the form is sent, so a second click sends nothing
+  // (the server keeps the forms that act safe anyway: single-use submit tokens). Disabled after the
+  // browser has read the form, so the button's own name and value are still sent.
+  document.addEventListener('submit', (event) => {
+    const form = event.target;
+    if (!(form instanceof HTMLFormElement)) return;
+    if (form.dataset.sent === 'yes') {
+      event.preventDefault();
+      return;
+    }
+    form.dataset.sent = 'yes';
+    setTimeout(() => {
+      for (const button of form.querySelectorAll('button[type="submit"], button:not([type])')) {
+        button.disabled = true;
+        button.setAttribute('aria-disabled', 'true');
+      }
+    }, 0);
+  });
+  // Back to the page from the history: its forms may be sent again.
+  window.addEventListener('pageshow', (event) => {
+    if (!event.persisted) return;
+    for (const form of document.forms) {
+      delete form.dataset.sent;
+      for (const button of form.querySelectorAll('button')) {
+        button.disabled = false;
+        button.removeAttribute('aria-disabled');
+      }
+    }
+  });
+
+  const status = document.getElementById('copy-status');
+  for (const button of document.querySelectorAll('[data-copy]')) {
+    const source = document.getElementById(button.dataset.copy);
+    if (!source || !navigator.clipboard) continue;
+    button.hidden = false;
+    button.addEventListener('click', async () => {
+      const text = [...source.querySelectorAll('li')].map((item) => item.textContent.trim()).join('\n');
+      try {
+        await navigator.clipboard.writeText(`${text}\n`);
+        if (status) status.textContent = 'Copied. Paste them somewhere safe.';
+      } catch {
+        if (status) status.textContent = 'Could not copy. Select the codes and copy them, or download them.';
+      }
+    });
+  }
+  for (const button of document.querySelectorAll('[data-print]')) {
+    button.hidden = false;
+    button.addEventListener('click', () => window.print());
+  }
+})();
