@@ -4,9 +4,7 @@ import { fileURLToPath } from 'node:url';
 import type { FastifyInstance } from 'fastify';
 
 const stylesheet = readFileSync(new URL('./assets/site.css', import.meta.url));
-/** The show-password buttons: a plain script (no dependencies), served as written. */
-const showPasswordScript = readFileSync(new URL('./assets/show-password.js', import.meta.url));
-/** The small script of every page (disabled buttons after a submit, copy and print): served as written. */
+/** The small script of every page (disabled buttons after a submit, copy and print, show-password buttons): served as written. */
 const everyPageScript = readFileSync(new URL('./assets/page.js', import.meta.url));
 
 /** The passkey script as `npm run build` bundled it (dist/web/assets/passkeys.js). */
@@ -50,12 +48,6 @@ async function bundleFromSources(): Promise<Buffer> {
 export async function assetRoutes(app: FastifyInstance): Promise<void> {
   app.get('/assets/site.css', { logLevel: 'warn' }, async (_request, reply) =>
     reply.type('text/css; charset=utf-8').header('cache-control', 'public, max-age=3600').send(stylesheet),
-  );
-  app.get('/assets/show-password.js', { logLevel: 'warn' }, async (_request, reply) =>
-    reply
-      .type('text/javascript; charset=utf-8')
-      .header('cache-control', 'public, max-age=3600')
-      .send(showPasswordScript),
   );
   app.get('/assets/page.js', { logLevel: 'warn' }, async (_request, reply) =>
     reply.type('text/javascript; charset=utf-8').header('cache-control', 'public, max-age=3600').send(everyPageScript),

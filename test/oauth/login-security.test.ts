@@ -359,7 +359,7 @@ describe('security headers and cookies (https BASE_URL)', () => {
     // The pages load nothing from elsewhere: the stylesheet and the scripts (show-password, passkey) are the service's own.
     assert.deepEqual(
       [...signin.text.matchAll(/<(?:link|script|img)\b[^>]*?(?:href|src)="([^"]+)"/g)].map((match) => match[1]),
-      ['/assets/site.css', '/assets/show-password.js', '/assets/passkeys.js'],
+      ['/assets/site.css', '/assets/page.js', '/assets/passkeys.js'],
     );
     // Its links (create an account, forgot the password) stay on the service too.
     for (const [, target] of signin.text.matchAll(/<a\b[^>]*?href="([^"]+)"/g)) assert.match(target!, /^\/(?!\/)/);
