@@ -13,7 +13,7 @@ import { isUuid, normalizeUuid } from '../http/uuid.ts';
 import { hashSecret, newSecret } from '../secrets/random-secrets.ts';
 import { type Application, toApplication } from './clients.ts';
 import { isRegisteredRedirectUri, redirectUriProblem } from './redirect-uris.ts';
-import { isScope, SCOPES } from './scopes.ts';
+import { isScope, REGISTRABLE_SCOPES } from './scopes.ts';
 import { endApplicationSessions, endApplicationSessionsBeyond } from './sessions.ts';
 
 export const MAX_APPLICATIONS_PER_USER = 25;
@@ -25,7 +25,7 @@ const REDIRECT_URI_MAX_LENGTH = 2000;
 /** Scopes only an operator grants (ref): a user's application may never ask for them. */
 export const OPERATOR_ONLY_SCOPES: readonly string[] = ['users:update', 'users.private_key:read'];
 /** The scopes a developer may register, in the order the form lists them; `common` is always included. */
-export const DEVELOPER_SCOPES = Object.keys(SCOPES).filter((scope) => !OPERATOR_ONLY_SCOPES.includes(scope));
+export const DEVELOPER_SCOPES = REGISTRABLE_SCOPES.filter((scope) => !OPERATOR_ONLY_SCOPES.includes(scope));
 
 /** What the form sent, already reduced to strings by the page (a repeated text field is ''). */
 export interface ApplicationInput {
@@ -210,6 +210,9 @@ export async function createOwnedApplication(
     created_at: Date.now(),
     owner_id: owner.userId,
     website: app.website,
+    post_logout_redirect_uris: null,
+    backchannel_logout_uri: null,
+    id_token_signed_response_alg: null,
   };
   const created = await db.transaction().execute(async (trx) => {
     await lockKey(trx, `applications-of:${owner.userId}`);
