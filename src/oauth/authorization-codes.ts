@@ -108,16 +108,16 @@ const SESSION_COLUMNS = [
   'user_id',
   'client_id',
   'scope',
+  'nonce',
+  'auth_time',
+  'auth_methods',
+  'web_session_hash',
   'created_at',
   'last_used_at',
   'access_token_hash',
   'access_expires_at',
   'refresh_token_hash',
   'refresh_expires_at',
-  'nonce',
-  'auth_time',
-  'auth_methods',
-  'web_session_hash',
 ] as const;
 
 /** The columns a session takes from its code, whoever reads them. */
