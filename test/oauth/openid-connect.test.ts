@@ -11,7 +11,8 @@ import { createHash } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { createRemoteJWKSet, decodeProtectedHeader, generateKeyPair, jwtVerify, SignJWT } from 'jose';
 import * as openid from 'openid-client';
-import { FormClient, newAccount, newApp, pkcePair, REDIRECT_URI, tokenRequest } from '../helpers/oauth.ts';
+import { newTotpSecret, totpCode } from '../../src/accounts/totp.ts';
+import { authorize, FormClient, newAccount, newApp, pkcePair, REDIRECT_URI, tokenRequest } from '../helpers/oauth.ts';
 import { freshDatabase, startServer, type TestServer } from '../helpers/server.ts';
 
 type Account = Awaited<ReturnType<typeof newAccount>>;
@@ -225,17 +226,51 @@ describe('OpenID Connect with openid-client 6', () => {
     assert.deepEqual(await openid.fetchUserInfo(config, tokens.access_token, account.userId), { sub: account.userId });
   });
 
+  test('a sign-in with a two-step code gives amr pwd, otp and mfa', async () => {
+    const secret = newTotpSecret();
+    const person = await newAccount(server, { totpSecret: secret });
+    const app = await newApp(server, { scopes: ['common'] });
+    const { verifier, challenge } = pkcePair();
+    const back = await authorize(server, {
+      clientId: app.clientId,
+      challenge,
+      username: person.username,
+      password: person.password,
+      scope: 'openid',
+      totpCode: () => totpCode(secret),
+    });
+    const reply = await tokenRequest(server, {
+      grant_type: 'authorization_code',
+      client_id: app.clientId,
+      code: back.searchParams.get('code')!,
+      redirect_uri: REDIRECT_URI,
+      code_verifier: verifier,
+    });
+    assert.equal(reply.status, 200, reply.text);
+    const claims = JSON.parse(Buffer.from(reply.body.id_token.split('.')[1], 'base64url').toString());
+    assert.deepEqual(claims.amr, ['pwd', 'otp', 'mfa']);
+    assert.equal(claims.sub, person.userId);
+  });
+
   for (const [alg, hash] of [
     ['ES256', 'sha256'],
     ['EdDSA', 'sha512'],
   ] as const) {
     test(`an application that chose ${alg} gets ID tokens signed ${alg}, at_hash by ${hash}`, async () => {
-      const app = await newApp(server, { scopes: ['common'] });
-      await server.app.database.db
-        .updateTable('applications')
-        .set({ id_token_signed_response_alg: alg })
-        .where('client_id', '=', app.clientId)
-        .execute();
+      const created = await admin(
+        server.config.database.kind === 'sqlite' ? `sqlite:${server.config.database.path}` : server.config.database.url,
+        'app',
+        'create',
+        '--name',
+        `${alg} app`,
+        '--redirect-uri',
+        REDIRECT_URI,
+        '--id-token-alg',
+        alg,
+        '--json',
+      );
+      assert.equal(created.code, 0, created.stderr);
+      const app = { clientId: JSON.parse(created.stdout).client_id as string };
       const config = await discover(app.clientId);
       assert.ok(config.serverMetadata().id_token_signing_alg_values_supported?.includes(alg));
       const { tokens } = await codeFlow(app.clientId, 'openid');
@@ -358,6 +393,49 @@ describe('authorization request parameters', () => {
     ] as const) {
       const error = await redirectedError(browser, client, { id_token_hint: hint });
       assert.equal(error.get('error'), 'invalid_request', name);
+    }
+  });
+});
+
+describe('registration', () => {
+  const databaseUrl = () =>
+    server.config.database.kind === 'sqlite' ? `sqlite:${server.config.database.path}` : server.config.database.url;
+
+  test('admin app create stores post-logout redirect URIs, the back-channel URI and the algorithm; bad ones are refused', async () => {
+    const created = await admin(
+      databaseUrl(),
+      ...['app', 'create', '--name', 'Logout app', '--redirect-uri', REDIRECT_URI, '--json'],
+      ...[
+        '--post-logout-redirect-uri',
+        'https://app.example/bye',
+        '--post-logout-redirect-uri',
+        'http://127.0.0.1/bye',
+      ],
+      ...['--backchannel-logout-uri', 'https://app.example/backchannel', '--id-token-alg', 'EdDSA'],
+    );
+    assert.equal(created.code, 0, created.stderr);
+    const clientId = JSON.parse(created.stdout).client_id;
+    const row = await server.app.database.db
+      .selectFrom('applications')
+      .select(['post_logout_redirect_uris', 'backchannel_logout_uri', 'id_token_signed_response_alg'])
+      .where('client_id', '=', clientId)
+      .executeTakeFirstOrThrow();
+    assert.deepEqual(JSON.parse(row.post_logout_redirect_uris!), ['https://app.example/bye', 'http://127.0.0.1/bye']);
+    assert.equal(row.backchannel_logout_uri, 'https://app.example/backchannel');
+    assert.equal(row.id_token_signed_response_alg, 'EdDSA');
+
+    for (const [bad, message] of [
+      [['--id-token-alg', 'HS256'], /RS256, ES256, EdDSA/],
+      [['--backchannel-logout-uri', 'http://app.example/bc'], /https/],
+      [['--post-logout-redirect-uri', 'https://app.example/#x'], /fragment/],
+    ] as const) {
+      const refused = await admin(
+        databaseUrl(),
+        ...['app', 'create', '--name', 'Bad', '--redirect-uri', REDIRECT_URI],
+        ...bad,
+      );
+      assert.notEqual(refused.code, 0);
+      assert.match(refused.stderr, message);
     }
   });
 });
