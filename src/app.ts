@@ -25,12 +25,14 @@ import { validatorCompiler } from './http/validation.ts';
 import { legacyApi } from './legacy/index.ts';
 import { type MailPluginOptions, mail } from './mail/index.ts';
 import { discoveryRoute, oauthEndpoints } from './oauth/index.ts';
+import { KeyRing } from './oauth/key-ring.ts';
 import { OAUTH_EXPIRING_ROWS } from './oauth/purge.ts';
 import { applicationSessions, findAccessToken } from './oauth/sessions.ts';
 import { registerClasses } from './rest/routes.ts';
 import { Secrets } from './secrets/sealed.ts';
 import { loadSecretsKey, type SecretsKeySource } from './secrets/secrets-key.ts';
 import { webPages } from './web/index.ts';
+import { readWebSessionFromHeaders } from './web/web-sessions.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -61,6 +63,8 @@ export interface AppOptions {
   migrate?: boolean;
   /** The secrets key, loaded beforehand (server.ts does, to stop a bad start early); else loaded here. */
   secretsKey?: { key: Buffer; source: SecretsKeySource };
+  /** How often the signing keys are read again (tests: a rotation seen sooner). */
+  keyReloadIntervalMs?: number;
   /** Mail options (tests: shorter retry delays). */
   mail?: MailPluginOptions;
 }
@@ -151,6 +155,11 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   );
   // accounts/ ends applications' sessions through this port; it never imports oauth/ (docs/decisions/0087).
   app.decorate('applicationSessions', applicationSessions);
+  // The authorization endpoint reads the browser's sign-in through this port (prompt=none).
+  app.decorate('readBrowserSignIn', readWebSessionFromHeaders);
+  // ID token keys: created on the first start, read again every interval (a rotation elsewhere).
+  app.decorate('signingKeys', new KeyRing(database.db, app.secrets, options.keyReloadIntervalMs));
+  app.addHook('onReady', async () => app.signingKeys.reload());
   app.decorate('redis', redis);
   if (redis) reportRedisOutages(app, redis);
   app.decorate('rateLimitNamespace', options.rateLimitNamespace ?? 'ratelimit:');

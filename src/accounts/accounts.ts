@@ -129,6 +129,19 @@ export function usernameOf(userId: Expression<string>) {
   return expressionBuilder<Schema>().selectFrom('users').select('users.username').where('users.user_id', '=', userId);
 }
 
+/**
+ * The user's OpenID Connect claims as values selected in another feature's statement: username,
+ * email and updated_at (the account keeps no time of its last profile change, so its creation).
+ */
+export function userClaimsOf(userId: Expression<string>) {
+  const user = () => expressionBuilder<Schema>().selectFrom('users').where('users.user_id', '=', userId);
+  return [
+    user().select('users.username').as('username'),
+    user().select('users.email').as('email'),
+    user().select('users.created_at').as('updated_at'),
+  ] as const;
+}
+
 /** What a user may change about itself through the v4 User class; an absent field stays. */
 export interface ProfileChange {
   username?: string | null;

@@ -22,6 +22,10 @@ export interface WebSession {
    * two-step code is right, so for a full one this is when the user last proved who they are.
    */
   signedInAt: number;
+  /** How the person proved who they are, as RFC 8176 names it (an ID token's amr). */
+  authMethods: string[];
+  /** The stored hash of the token: names this sign-in to other features (the sessions started from it). */
+  sessionHash: string;
   /** A two-step secret being set up on the account page, not yet confirmed. */
   pendingTotpSecret: string | null;
 }
@@ -32,19 +36,31 @@ export async function findWebSession(
   now = Date.now(),
 ): Promise<WebSession | undefined> {
   if (token.length > 128) return undefined;
+  const sessionHash = hashSecret(token);
   const row = await db
     .selectFrom('web_sessions')
-    .select(['user_id', 'mfa_pending', 'created_at', 'expires_at', 'pending_totp_secret'])
-    .where('session_hash', '=', hashSecret(token))
+    .select(['user_id', 'mfa_pending', 'created_at', 'expires_at', 'pending_totp_secret', 'auth_methods'])
+    .where('session_hash', '=', sessionHash)
     .executeTakeFirst();
   if (!row || row.expires_at <= now) return undefined;
   return {
     token,
     userId: row.user_id,
     mfaPending: row.mfa_pending === 1,
-    signedInAt: row.created_at,
+    signedInAt: Number(row.created_at),
+    authMethods: row.auth_methods === null ? ['pwd'] : (JSON.parse(row.auth_methods) as string[]),
+    sessionHash,
     pendingTotpSecret: row.pending_totp_secret,
   };
+}
+
+/**
+ * RFC 8176's names for how a sign-in was made: `pwd` for a password, with `otp` and `mfa` for a
+ * two-step or backup code; a passkey is proof of possession with user verification (`pop`, `mfa`).
+ */
+export function authMethodsOf(method: 'password' | 'passkey', twoStep: string | undefined): string[] {
+  if (method === 'passkey') return ['pop', 'mfa'];
+  return twoStep === 'code' || twoStep === 'backup_code' ? ['pwd', 'otp', 'mfa'] : ['pwd'];
 }
 
 /** A new sign-in of the user (full, or waiting for its code): its token and how long it lasts. */
@@ -53,6 +69,7 @@ export async function createWebSession(
   userId: string,
   mfaPending: boolean,
   now = Date.now(),
+  authMethods: readonly string[] = ['pwd'],
 ): Promise<{ token: string; ttlMs: number }> {
   const token = newSecret();
   const ttlMs = mfaPending ? MFA_PENDING_TTL_MS : SIGNED_IN_TTL_MS;
@@ -64,6 +81,7 @@ export async function createWebSession(
       mfa_pending: mfaPending ? 1 : 0,
       created_at: now,
       expires_at: now + ttlMs,
+      auth_methods: JSON.stringify(authMethods),
     })
     .execute();
   return { token, ttlMs };

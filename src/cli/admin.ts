@@ -16,6 +16,7 @@ import { migrateToLatest } from '../db/migrate.ts';
 import { isUuid, normalizeUuid } from '../http/uuid.ts';
 import { createApplication, deleteApplication, InvalidApplicationError, listApplications } from '../oauth/clients.ts';
 import { OAuthError } from '../oauth/errors.ts';
+import { publishedKeys, readKeyRows, rotateSigningKeys } from '../oauth/signing-keys.ts';
 import { Secrets } from '../secrets/sealed.ts';
 import { loadSecretsKey, secretsKeyFile } from '../secrets/secrets-key.ts';
 
@@ -54,15 +55,34 @@ app
   .requiredOption('--redirect-uri <uri>', 'an exact redirect URI (repeat for several)', collect)
   .option('--scopes <scopes>', 'space-separated scopes it may ask for', 'common')
   .option('--confidential', 'a confidential client (has a secret)', false)
+  .option(
+    '--post-logout-redirect-uri <uri>',
+    'OpenID Connect: an exact URI logout may return to (repeat for several)',
+    collect,
+  )
+  .option('--backchannel-logout-uri <uri>', 'OpenID Connect: where logout tokens are posted (https, or loopback http)')
+  .option('--id-token-alg <alg>', 'OpenID Connect: RS256 (default), ES256 or EdDSA')
   .option('--json', 'print {"client_id","client_secret"} only', false)
   .action(
-    async (options: { name: string; redirectUri: string[]; scopes: string; confidential: boolean; json: boolean }) => {
+    async (options: {
+      name: string;
+      redirectUri: string[];
+      scopes: string;
+      confidential: boolean;
+      postLogoutRedirectUri?: string[];
+      backchannelLogoutUri?: string;
+      idTokenAlg?: string;
+      json: boolean;
+    }) => {
       const created = await withDatabase(async (database) => {
         const created = await createApplication(database.db, {
           name: options.name,
           redirectUris: options.redirectUri,
           scopes: options.scopes.split(/\s+/).filter(Boolean),
           confidential: options.confidential,
+          postLogoutRedirectUris: options.postLogoutRedirectUri ?? [],
+          backchannelLogoutUri: options.backchannelLogoutUri ?? null,
+          idTokenAlg: options.idTokenAlg ?? null,
         });
         await recordSecurityEvent(database.db, undefined, {
           kind: 'application_created',
@@ -114,6 +134,41 @@ app
     });
     if (!deleted) throw new AccountError(`No application ${clientId}`);
     print(`deleted ${clientId}`);
+  });
+
+const keys = program.command('keys').description('The keys ID tokens are signed with (OpenID Connect)');
+keys
+  .command('rotate')
+  .description('Publish a new key for every algorithm; it signs after 1 hour (--now: at once, for a compromised key)')
+  .option('--now', 'sign with the new keys at once', false)
+  .option('--json', 'print the new keys as JSON', false)
+  .action(async (options: { now: boolean; json: boolean }) => {
+    const config = loadConfig();
+    const secrets = new Secrets(loadSecretsKey(config).key);
+    const created = await withDatabase((database) => rotateSigningKeys(database.db, secrets, options.now));
+    const rows = created.map((key) => ({
+      kid: key.kid,
+      alg: key.alg,
+      signs_from: new Date(key.signs_from).toISOString(),
+    }));
+    if (options.json) print(rows);
+    else for (const row of rows) print(`${row.kid}  ${row.alg}  signs from ${row.signs_from}`);
+  });
+keys
+  .command('list')
+  .description('List the published keys: next (not signing yet), current, retired (still published)')
+  .option('--json', 'print [{"kid","alg","state","created"}]', false)
+  .action(async (options: { json: boolean }) => {
+    const now = Date.now();
+    const published = await withDatabase(async (database) => publishedKeys(await readKeyRows(database.db), now));
+    const rows = published.map((key) => ({
+      kid: key.kid,
+      alg: key.alg,
+      state: key.state,
+      created: new Date(key.createdAt).toISOString(),
+    }));
+    if (options.json) print(rows);
+    else for (const row of rows) print(`${row.kid}  ${row.alg}  ${row.state}  created ${row.created}`);
   });
 
 const user = program.command('user').description('User accounts');

@@ -45,6 +45,12 @@ export interface ApplicationsTable {
   owner_id: string | null;
   /** An https URL the consent page links to; null when none was given. */
   website: string | null;
+  /** JSON array of exact URIs RP-initiated logout may return to; null: none (migration 021). */
+  post_logout_redirect_uris: string | null;
+  /** Where back-channel logout tokens are posted (https, or loopback http); null: none. */
+  backchannel_logout_uri: string | null;
+  /** 'RS256' | 'ES256' | 'EdDSA'; null: RS256. */
+  id_token_signed_response_alg: string | null;
 }
 
 export interface WebSessionsTable {
@@ -57,6 +63,8 @@ export interface WebSessionsTable {
   pending_totp_secret: string | null;
   /** A new set of backup codes to show once, encrypted under a key derived from the session token. */
   backup_codes_to_show: string | null;
+  /** How the person proved who they are: JSON array of RFC 8176 values; null: ["pwd"]. */
+  auth_methods: string | null;
 }
 
 /** A form's single-use submit token and the answer to its first submit (migration 020). */
@@ -78,6 +86,10 @@ export interface InteractionsTable {
   device_id: string | null;
   device_code: string | null;
   expires_at: number;
+  /** OpenID Connect: the request's nonce, login_hint, and the oldest sign-in it accepts. */
+  nonce: string | null;
+  login_hint: string | null;
+  min_auth_time: number | null;
 }
 
 export interface SessionsTable {
@@ -92,6 +104,23 @@ export interface SessionsTable {
   created_at: number;
   /** Last access-token use (updated at most once a minute) or refresh; null before either. */
   last_used_at: number | null;
+  /** OpenID Connect: the request's nonce, the sign-in's time and methods (JSON), and its browser sign-in's session_hash. */
+  nonce: string | null;
+  auth_time: number | null;
+  auth_methods: string | null;
+  web_session_hash: string | null;
+}
+
+/** A key ID tokens are signed with (src/oauth/signing-keys.ts). */
+export interface SigningKeysTable {
+  kid: string;
+  alg: string;
+  /** The public JWK, JSON. */
+  public_jwk: string;
+  /** PKCS#8 PEM sealed under SECRETS_KEY. */
+  private_key: string;
+  created_at: number;
+  signs_from: number;
 }
 
 export interface RotatedRefreshTokensTable {
@@ -111,6 +140,11 @@ export interface AuthorizationCodesTable {
   expires_at: number;
   used_at: number | null;
   session_id: string | null;
+  /** OpenID Connect: the request's nonce, the sign-in's time and methods (JSON), and its browser sign-in's session_hash. */
+  nonce: string | null;
+  auth_time: number | null;
+  auth_methods: string | null;
+  web_session_hash: string | null;
 }
 
 export interface DeviceAuthorizationsTable {
@@ -256,6 +290,7 @@ export interface Schema {
   interactions: InteractionsTable;
   sessions: SessionsTable;
   rotated_refresh_tokens: RotatedRefreshTokensTable;
+  signing_keys: SigningKeysTable;
   authorization_codes: AuthorizationCodesTable;
   device_authorizations: DeviceAuthorizationsTable;
   projects: ProjectsTable;

@@ -23,7 +23,25 @@ export interface CodeGrant {
   scope: string;
   codeChallenge: string;
   deviceId: string | null;
+  /** OpenID Connect: the request's nonce and the browser sign-in behind the grant. */
+  signIn?: SignInFacts;
 }
+
+/** What an ID token states about the sign-in a grant came from, carried from the code to the session. */
+export interface SignInFacts {
+  nonce: string | null;
+  authTime: number;
+  authMethods: readonly string[];
+  webSessionHash: string;
+}
+
+/** The columns that carry SignInFacts, on a code or a session. */
+export const signInColumns = (facts: SignInFacts | undefined) => ({
+  nonce: facts?.nonce ?? null,
+  auth_time: facts?.authTime ?? null,
+  auth_methods: facts ? JSON.stringify(facts.authMethods) : null,
+  web_session_hash: facts?.webSessionHash ?? null,
+});
 
 /** Issues a single-use authorization code for an approved request; only its hash is stored. */
 export async function issueAuthorizationCode(db: Kysely<Schema>, grant: CodeGrant, now = Date.now()): Promise<string> {
@@ -41,6 +59,7 @@ export async function issueAuthorizationCode(db: Kysely<Schema>, grant: CodeGran
       expires_at: now + AUTHORIZATION_CODE_TTL_MS,
       used_at: null,
       session_id: null,
+      ...signInColumns(grant.signIn),
     })
     .execute();
   return code;
@@ -89,6 +108,10 @@ const SESSION_COLUMNS = [
   'user_id',
   'client_id',
   'scope',
+  'nonce',
+  'auth_time',
+  'auth_methods',
+  'web_session_hash',
   'created_at',
   'last_used_at',
   'access_token_hash',
@@ -97,7 +120,10 @@ const SESSION_COLUMNS = [
   'refresh_expires_at',
 ] as const;
 
-type TimesAndTokens = Omit<NewSessionRow, 'session_id' | 'user_id' | 'client_id' | 'scope'>;
+/** The columns a session takes from its code, whoever reads them. */
+type FromCode = 'user_id' | 'client_id' | 'scope' | 'nonce' | 'auth_time' | 'auth_methods' | 'web_session_hash';
+
+type TimesAndTokens = Omit<NewSessionRow, 'session_id' | FromCode>;
 
 /** A new session's times and token hashes as selected values of an INSERT … SELECT (cast, as PostgreSQL does not infer a bigint there). */
 const timesAndTokens = <DB, TB extends keyof DB>(eb: ExpressionBuilder<DB, TB>, values: TimesAndTokens) =>
@@ -110,8 +136,11 @@ const timesAndTokens = <DB, TB extends keyof DB>(eb: ExpressionBuilder<DB, TB>, 
     eb.cast<number>(eb.val(values.refresh_expires_at), 'bigint').as('refresh_expires_at'),
   ] as const;
 
-/** Whose session it is: the claimed code's user, client and scope, or ones the caller read and checked beforehand. */
-type SessionOwner = 'claimed' | Pick<NewSessionRow, 'user_id' | 'client_id' | 'scope'>;
+/**
+ * Whose session it is and the sign-in behind it: the claimed code's user, client, scope and
+ * sign-in facts, or ones the caller read and checked beforehand.
+ */
+type SessionOwner = 'claimed' | { [K in FromCode]: NewSessionRow[K] | null };
 
 const ownerColumns = <DB, TB extends keyof DB>(eb: ExpressionBuilder<DB, TB>, owner: SessionOwner) =>
   owner === 'claimed'
@@ -119,8 +148,20 @@ const ownerColumns = <DB, TB extends keyof DB>(eb: ExpressionBuilder<DB, TB>, ow
         sql.ref<string>('claimed.user_id').as('user_id'),
         sql.ref<string>('claimed.client_id').as('client_id'),
         sql.ref<string>('claimed.scope').as('scope'),
+        sql.ref<string | null>('claimed.nonce').as('nonce'),
+        sql.ref<number | null>('claimed.auth_time').as('auth_time'),
+        sql.ref<string | null>('claimed.auth_methods').as('auth_methods'),
+        sql.ref<string | null>('claimed.web_session_hash').as('web_session_hash'),
       ]
-    : [eb.val(owner.user_id).as('user_id'), eb.val(owner.client_id).as('client_id'), eb.val(owner.scope).as('scope')];
+    : [
+        eb.val(owner.user_id).as('user_id'),
+        eb.val(owner.client_id).as('client_id'),
+        eb.val(owner.scope).as('scope'),
+        eb.cast<string | null>(eb.val(owner.nonce ?? null), 'text').as('nonce'),
+        eb.cast<number | null>(eb.val(owner.auth_time ?? null), 'bigint').as('auth_time'),
+        eb.cast<string | null>(eb.val(owner.auth_methods ?? null), 'text').as('auth_methods'),
+        eb.cast<string | null>(eb.val(owner.web_session_hash ?? null), 'text').as('web_session_hash'),
+      ];
 
 /**
  * A claim and the new session as one statement, where the dialect allows it (see writesInWith): one
@@ -162,7 +203,7 @@ const claimAndStart = reusableQuery((db: Kysely<Schema>, values: NewSessionRow &
 
 /** What the code exchange is checked against, with the client's credentials and the new session's token pair. */
 type CheckedExchange = ClientProof &
-  Omit<NewSessionRow, 'user_id' | 'client_id' | 'scope'> & {
+  Omit<NewSessionRow, FromCode> & {
     codeHash: string;
     redirectUri: string;
     codeChallenge: string;
@@ -189,7 +230,16 @@ const checkedClaimAndStart = reusableQuery((db: Kysely<Schema>, values: CheckedE
         // A device named on both sides must be the same one.
         .where((eb) => eb.fn.coalesce(eb('device_id', '=', values.deviceId), sql<boolean>`true`))
         .where((eb) => eb.exists(authenticatedClient(db, values)))
-        .returning(['session_id', 'user_id', 'client_id', 'scope']),
+        .returning([
+          'session_id',
+          'user_id',
+          'client_id',
+          'scope',
+          'nonce',
+          'auth_time',
+          'auth_methods',
+          'web_session_hash',
+        ]),
     'claimed',
     values,
     ['session_id', 'scope'],

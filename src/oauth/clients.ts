@@ -4,8 +4,9 @@ import { reusableQuery } from '../db/reusable-query.ts';
 import type { Schema } from '../db/schema.ts';
 import { isUuid, normalizeUuid } from '../http/uuid.ts';
 import { hashSecret, newSecret } from '../secrets/random-secrets.ts';
-import { redirectUriProblem } from './redirect-uris.ts';
+import { backchannelLogoutUriProblem, redirectUriProblem } from './redirect-uris.ts';
 import { parseScopes } from './scopes.ts';
+import { isSigningAlg, SIGNING_ALGS, type SigningAlg } from './signing-algs.ts';
 
 /** A registered application (an OAuth client). */
 export interface Application {
@@ -20,6 +21,12 @@ export interface Application {
   /** An https URL, or null. */
   website: string | null;
   createdAt: number;
+  /** OpenID Connect: where RP-initiated logout may return to (exact URIs, as redirect URIs). */
+  postLogoutRedirectUris: string[];
+  /** OpenID Connect: where back-channel logout tokens go; null: none. */
+  backchannelLogoutUri: string | null;
+  /** OpenID Connect: the ID token's algorithm (RS256 unless chosen). */
+  idTokenAlg: SigningAlg;
 }
 
 export interface NewApplication {
@@ -27,9 +34,53 @@ export interface NewApplication {
   redirectUris: string[];
   scopes: string[];
   confidential: boolean;
+  postLogoutRedirectUris?: string[];
+  backchannelLogoutUri?: string | null;
+  idTokenAlg?: string | null;
 }
 
 export class InvalidApplicationError extends Error {}
+
+/** OpenID Connect's registration fields, as given: each one's problem, or the columns to store. */
+export function oidcRegistration(
+  input: { postLogoutRedirectUris?: string[]; backchannelLogoutUri?: string | null; idTokenAlg?: string | null },
+  registeredBy: 'operator' | 'developer',
+):
+  | {
+      ok: true;
+      columns: Pick<
+        Schema['applications'],
+        'post_logout_redirect_uris' | 'backchannel_logout_uri' | 'id_token_signed_response_alg'
+      >;
+    }
+  | { ok: false; errors: { postLogoutRedirectUris?: string; backchannelLogoutUri?: string; idTokenAlg?: string } } {
+  const errors: { postLogoutRedirectUris?: string; backchannelLogoutUri?: string; idTokenAlg?: string } = {};
+  const postLogout = [...new Set(input.postLogoutRedirectUris ?? [])];
+  for (const uri of postLogout) {
+    const problem = redirectUriProblem(uri, registeredBy);
+    if (problem) {
+      errors.postLogoutRedirectUris = `Post-logout ${problem.charAt(0).toLowerCase()}${problem.slice(1)}`;
+      break;
+    }
+  }
+  const backchannel = input.backchannelLogoutUri ? input.backchannelLogoutUri : null;
+  if (backchannel !== null) {
+    const problem = backchannelLogoutUriProblem(backchannel);
+    if (problem) errors.backchannelLogoutUri = problem;
+  }
+  const alg = input.idTokenAlg ? input.idTokenAlg : null;
+  if (alg !== null && !isSigningAlg(alg))
+    errors.idTokenAlg = `The ID token algorithm must be one of ${SIGNING_ALGS.join(', ')}`;
+  if (Object.keys(errors).length > 0) return { ok: false, errors };
+  return {
+    ok: true,
+    columns: {
+      post_logout_redirect_uris: postLogout.length === 0 ? null : JSON.stringify(postLogout),
+      backchannel_logout_uri: backchannel,
+      id_token_signed_response_alg: alg,
+    },
+  };
+}
 
 /** Registers an application; a confidential one gets a secret, returned once and stored hashed. */
 export async function createApplication(
@@ -44,6 +95,8 @@ export async function createApplication(
     if (problem) throw new InvalidApplicationError(problem);
   }
   parseScopes(app.scopes.join(' '));
+  const oidc = oidcRegistration(app, 'operator');
+  if (!oidc.ok) throw new InvalidApplicationError(Object.values(oidc.errors)[0]);
   const clientId = randomUUID();
   const clientSecret = app.confidential ? newSecret() : null;
   await db
@@ -57,6 +110,7 @@ export async function createApplication(
       created_at: Date.now(),
       owner_id: null,
       website: null,
+      ...oidc.columns,
     })
     .execute();
   return { clientId, clientSecret };
@@ -116,5 +170,9 @@ export function toApplication(row: Schema['applications']): Application {
     ownerId: row.owner_id,
     website: row.website,
     createdAt: Number(row.created_at),
+    postLogoutRedirectUris:
+      row.post_logout_redirect_uris === null ? [] : (JSON.parse(row.post_logout_redirect_uris) as string[]),
+    backchannelLogoutUri: row.backchannel_logout_uri,
+    idTokenAlg: isSigningAlg(row.id_token_signed_response_alg) ? row.id_token_signed_response_alg : 'RS256',
   };
 }

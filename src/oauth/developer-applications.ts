@@ -11,9 +11,9 @@ import { lockKey } from '../db/locks.ts';
 import type { Schema } from '../db/schema.ts';
 import { isUuid, normalizeUuid } from '../http/uuid.ts';
 import { hashSecret, newSecret } from '../secrets/random-secrets.ts';
-import { type Application, toApplication } from './clients.ts';
+import { type Application, oidcRegistration, toApplication } from './clients.ts';
 import { isRegisteredRedirectUri, redirectUriProblem } from './redirect-uris.ts';
-import { isScope, SCOPES } from './scopes.ts';
+import { isScope, REGISTRABLE_SCOPES } from './scopes.ts';
 import { endApplicationSessions, endApplicationSessionsBeyond } from './sessions.ts';
 
 export const MAX_APPLICATIONS_PER_USER = 25;
@@ -25,7 +25,7 @@ const REDIRECT_URI_MAX_LENGTH = 2000;
 /** Scopes only an operator grants (ref): a user's application may never ask for them. */
 export const OPERATOR_ONLY_SCOPES: readonly string[] = ['users:update', 'users.private_key:read'];
 /** The scopes a developer may register, in the order the form lists them; `common` is always included. */
-export const DEVELOPER_SCOPES = Object.keys(SCOPES).filter((scope) => !OPERATOR_ONLY_SCOPES.includes(scope));
+export const DEVELOPER_SCOPES = REGISTRABLE_SCOPES.filter((scope) => !OPERATOR_ONLY_SCOPES.includes(scope));
 
 /** What the form sent, already reduced to strings by the page (a repeated text field is ''). */
 export interface ApplicationInput {
@@ -35,10 +35,26 @@ export interface ApplicationInput {
   redirectUris: string;
   scopes: readonly string[];
   confidential: boolean;
+  /** OpenID Connect (absent: none): the textarea of post-logout redirect URIs, one a line. */
+  postLogoutRedirectUris?: string;
+  backchannelLogoutUri?: string;
+  /** '' or absent: RS256. */
+  idTokenAlg?: string;
 }
 
 /** Each refusal belongs to one input of the form. */
-export type FieldErrors = Partial<Record<'name' | 'website' | 'redirect_uri' | 'scope', string>>;
+export type FieldErrors = Partial<
+  Record<
+    | 'name'
+    | 'website'
+    | 'redirect_uri'
+    | 'scope'
+    | 'post_logout_redirect_uri'
+    | 'backchannel_logout_uri'
+    | 'id_token_signed_response_alg',
+    string
+  >
+>;
 
 /** The developer: only a user with two-step verification on may register or change applications. */
 export interface Owner {
@@ -52,6 +68,11 @@ interface ValidApplication {
   redirectUris: string[];
   scopes: string[];
   confidential: boolean;
+  /** OpenID Connect's registration, as stored. */
+  oidc: Pick<
+    Schema['applications'],
+    'post_logout_redirect_uris' | 'backchannel_logout_uri' | 'id_token_signed_response_alg'
+  >;
 }
 
 /** Control characters, line separators and bidirectional overrides (which could make a name read as another on the consent page). */
@@ -119,7 +140,29 @@ export function validateApplication(
     scopes.add(scope);
   }
 
-  if (Object.keys(errors).length > 0) return { ok: false, errors };
+  const postLogoutRedirectUris = (input.postLogoutRedirectUris ?? '')
+    .split(/\r\n|\r|\n/)
+    .map((line) => line.trim())
+    .filter((line) => line !== '');
+  if (postLogoutRedirectUris.length > REDIRECT_URIS_MAX)
+    errors.post_logout_redirect_uri = `At most ${REDIRECT_URIS_MAX} post-logout redirect URIs.`;
+  if (postLogoutRedirectUris.some((uri) => uri.length > REDIRECT_URI_MAX_LENGTH))
+    errors.post_logout_redirect_uri = `A post-logout redirect URI must be at most ${REDIRECT_URI_MAX_LENGTH} characters long.`;
+  const backchannelLogoutUri = (input.backchannelLogoutUri ?? '').trim();
+  if (backchannelLogoutUri.length > REDIRECT_URI_MAX_LENGTH)
+    errors.backchannel_logout_uri = `The back-channel logout URI must be at most ${REDIRECT_URI_MAX_LENGTH} characters long.`;
+  const oidc = oidcRegistration(
+    { postLogoutRedirectUris, backchannelLogoutUri, idTokenAlg: input.idTokenAlg ?? '' },
+    'developer',
+  );
+  if (!oidc.ok) {
+    if (oidc.errors.postLogoutRedirectUris)
+      errors.post_logout_redirect_uri ??= `${oidc.errors.postLogoutRedirectUris}.`;
+    if (oidc.errors.backchannelLogoutUri) errors.backchannel_logout_uri ??= `${oidc.errors.backchannelLogoutUri}.`;
+    if (oidc.errors.idTokenAlg) errors.id_token_signed_response_alg = `${oidc.errors.idTokenAlg}.`;
+  }
+
+  if (Object.keys(errors).length > 0 || !oidc.ok) return { ok: false, errors };
   return {
     ok: true,
     value: {
@@ -128,6 +171,7 @@ export function validateApplication(
       redirectUris,
       scopes: DEVELOPER_SCOPES.filter((scope) => scopes.has(scope)),
       confidential: input.confidential,
+      oidc: oidc.columns,
     },
   };
 }
@@ -210,6 +254,7 @@ export async function createOwnedApplication(
     created_at: Date.now(),
     owner_id: owner.userId,
     website: app.website,
+    ...app.oidc,
   };
   const created = await db.transaction().execute(async (trx) => {
     await lockKey(trx, `applications-of:${owner.userId}`);
@@ -266,6 +311,7 @@ export async function updateOwnedApplication(
       website: app.website,
       redirect_uris: JSON.stringify(app.redirectUris),
       scopes: app.scopes.join(' '),
+      ...app.oidc,
       secret_hash: secretHash,
     };
     await trx.updateTable('applications').set(changes).where('client_id', '=', id).execute();

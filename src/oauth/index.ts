@@ -8,12 +8,14 @@ import { claimedClientId } from './client-auth.ts';
 import { deviceAuthorizationRoute } from './device-authorization.ts';
 import { InvalidClient, OAuthError, ServerError, TemporarilyUnavailable } from './errors.ts';
 import { introspectionRoute } from './introspection.ts';
+import { jwksRoute } from './jwks.ts';
 import { revocationRoute } from './revocation.ts';
 import { tokenRoute } from './token-endpoint.ts';
+import { userInfoRoute } from './userinfo.ts';
 
 /**
  * The OAuth endpoints under /v4: GET /login (authorize), POST /login (token), POST /device,
- * POST /revoke and POST /introspect.
+ * POST /revoke, POST /introspect, and OpenID Connect's GET /jwks and GET|POST /userinfo.
  * Their errors are RFC 6749 §5.2 bodies, not the API's {code,message}.
  */
 export async function oauthEndpoints(scope: FastifyInstance): Promise<void> {
@@ -54,6 +56,8 @@ export async function oauthEndpoints(scope: FastifyInstance): Promise<void> {
   await scope.register(deviceAuthorizationRoute);
   await scope.register(revocationRoute);
   await scope.register(introspectionRoute);
+  await scope.register(jwksRoute);
+  await scope.register(userInfoRoute);
 }
 
 export { discoveryRoute } from './discovery.ts';

@@ -55,3 +55,24 @@ export function redirectUriProblem(uri: string, registeredBy: 'operator' | 'deve
   if (url.protocol === 'http:' && loopbackWithoutPort(uri) !== undefined) return undefined;
   return `Redirect URI ${uri} must use https (or http://127.0.0.1 or http://[::1] for an app on the user's own computer)`;
 }
+
+/**
+ * Why `uri` cannot be registered as a back-channel logout URI, or undefined when it can
+ * (Back-Channel Logout 1.0 §2.2): absolute, no fragment, https, or http on loopback (a test
+ * receiver or an app on the same machine).
+ */
+export function backchannelLogoutUriProblem(uri: string): string | undefined {
+  if (/[\u0000-\u0020\u007f]/.test(uri))
+    return `Back-channel logout URI ${JSON.stringify(uri)} contains spaces or control characters`;
+  let url: URL;
+  try {
+    url = new URL(uri);
+  } catch {
+    return `Back-channel logout URI ${uri} is not an absolute URI`;
+  }
+  if (url.hash || uri.includes('#')) return `Back-channel logout URI ${uri} must not have a fragment`;
+  if (url.username || url.password) return `Back-channel logout URI ${uri} must not hold a user name or password`;
+  if (url.protocol === 'https:' && url.hostname !== '') return undefined;
+  if (url.protocol === 'http:' && ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname)) return undefined;
+  return `Back-channel logout URI ${uri} must use https (http is allowed for loopback only)`;
+}

@@ -29,6 +29,11 @@ const tokenResponse = Type.Object({
   expires_in: Type.Integer({ description: 'RFC 6749: seconds until the access token expires' }),
   scope: Type.String(),
   now: Type.Number({ description: 'Server Unix time (s)' }),
+  id_token: Type.Optional(
+    Type.String({
+      description: 'OpenID Connect: a signed JWT, when the scope holds openid (code exchange and refresh)',
+    }),
+  ),
 });
 
 const consumes = ['application/x-www-form-urlencoded', 'application/json'];
@@ -48,6 +53,11 @@ export const authorizeSchema = {
     code_challenge_method: 'S256',
     device_id: 'Optional device identifier for trusted-device two-step verification',
     no_redirect: 'true: answer 200 {"login_url"} instead of a 302',
+    nonce: 'OpenID Connect: echoed in the ID token; at most 255 characters',
+    prompt: 'OpenID Connect: none, login, consent (none alone)',
+    max_age: 'OpenID Connect: seconds; an older sign-in is asked again',
+    login_hint: 'OpenID Connect: pre-fills the username',
+    id_token_hint: 'OpenID Connect: an ID token this server issued to the application',
   }),
   response: {
     200: Type.Object({ login_url: Type.String() }),
@@ -167,30 +177,92 @@ export const introspectionSchema = {
 
 const stringList = Type.Array(Type.String());
 
+const serverMetadataFields = {
+  issuer: Type.String({ description: 'BASE_URL; also the iss of every authorization response (RFC 9207)' }),
+  authorization_endpoint: Type.String(),
+  token_endpoint: Type.String(),
+  device_authorization_endpoint: Type.String(),
+  revocation_endpoint: Type.String(),
+  introspection_endpoint: Type.String(),
+  jwks_uri: Type.String({ description: 'The public keys ID tokens are signed with' }),
+  scopes_supported: stringList,
+  response_types_supported: stringList,
+  response_modes_supported: stringList,
+  grant_types_supported: stringList,
+  code_challenge_methods_supported: stringList,
+  token_endpoint_auth_methods_supported: stringList,
+  revocation_endpoint_auth_methods_supported: stringList,
+  introspection_endpoint_auth_methods_supported: stringList,
+  authorization_response_iss_parameter_supported: Type.Boolean(),
+  service_documentation: Type.String(),
+};
+
 export const discoverySchema = {
   tags: ['Login'],
   operationId: 'authorizationServerMetadata',
   security: [],
   summary: 'Authorization server metadata (RFC 8414)',
   response: {
+    200: Type.Object(serverMetadataFields),
+    ...errorResponses({ 400: 'A repeated query parameter or a NUL in the request' }),
+  },
+};
+
+export const openIdConfigurationSchema = {
+  tags: ['Login'],
+  operationId: 'openIdProviderMetadata',
+  security: [],
+  summary: 'OpenID Provider metadata (OpenID Connect Discovery 1.0): the RFC 8414 metadata and OpenID Connect fields',
+  response: {
     200: Type.Object({
-      issuer: Type.String({ description: 'BASE_URL; also the iss of every authorization response (RFC 9207)' }),
-      authorization_endpoint: Type.String(),
-      token_endpoint: Type.String(),
-      device_authorization_endpoint: Type.String(),
-      revocation_endpoint: Type.String(),
-      introspection_endpoint: Type.String(),
-      scopes_supported: stringList,
-      response_types_supported: stringList,
-      response_modes_supported: stringList,
-      grant_types_supported: stringList,
-      code_challenge_methods_supported: stringList,
-      token_endpoint_auth_methods_supported: stringList,
-      revocation_endpoint_auth_methods_supported: stringList,
-      introspection_endpoint_auth_methods_supported: stringList,
-      authorization_response_iss_parameter_supported: Type.Boolean(),
-      service_documentation: Type.String(),
+      ...serverMetadataFields,
+      userinfo_endpoint: Type.String(),
+      end_session_endpoint: Type.String(),
+      subject_types_supported: stringList,
+      id_token_signing_alg_values_supported: stringList,
+      claims_supported: stringList,
+      prompt_values_supported: stringList,
+      backchannel_logout_supported: Type.Boolean(),
+      backchannel_logout_session_supported: Type.Boolean(),
+      claims_parameter_supported: Type.Boolean(),
+      request_parameter_supported: Type.Boolean(),
+      request_uri_parameter_supported: Type.Boolean(),
     }),
     ...errorResponses({ 400: 'A repeated query parameter or a NUL in the request' }),
+  },
+};
+
+export const jwksSchema = {
+  tags: ['Login'],
+  operationId: 'jwks',
+  security: [],
+  summary: 'The public keys ID tokens and logout tokens are signed with (JWK Set, RFC 7517)',
+  response: {
+    200: Type.Object({
+      keys: Type.Array(
+        Type.Object({ kid: Type.String(), alg: Type.String(), use: Type.String() }, { additionalProperties: true }),
+      ),
+    }),
+  },
+};
+
+export const userInfoSchema = {
+  tags: ['Login'],
+  operationId: 'userInfo',
+  security: [{ bearer: [] }] as Array<Record<string, string[]>>,
+  summary: 'UserInfo (OpenID Connect Core §5.3): sub and the claims of the granted scopes',
+  response: {
+    200: Type.Object(
+      {
+        sub: Type.String({ description: 'The user id' }),
+        preferred_username: Type.Optional(Type.String()),
+        updated_at: Type.Optional(Type.Integer()),
+        email: Type.Optional(Type.String()),
+        email_verified: Type.Optional(Type.Boolean()),
+      },
+      { additionalProperties: false },
+    ),
+    401: oauthError,
+    403: oauthError,
   },
 };

@@ -75,6 +75,13 @@ export interface SessionGrant {
   scope: string;
   /** chosen beforehand (a code claim names it) */
   sessionId?: string;
+  /** The sign-in behind a code's grant (OpenID Connect), as the code stored it. */
+  signIn?: {
+    nonce: string | null;
+    auth_time: number | null;
+    auth_methods: string | null;
+    web_session_hash: string | null;
+  };
 }
 
 export type NewSessionRow = Parameters<typeof insertSession>[1];
@@ -95,6 +102,10 @@ export function newSession(grant: SessionGrant, now: number): { row: NewSessionR
       created_at: now,
       last_used_at: now,
       ...pair.row,
+      nonce: grant.signIn?.nonce ?? null,
+      auth_time: grant.signIn?.auth_time ?? null,
+      auth_methods: grant.signIn?.auth_methods ?? null,
+      web_session_hash: grant.signIn?.web_session_hash ?? null,
     },
     tokens: issuedTokens(sessionId, pair, grant.scope, now),
   };
@@ -130,6 +141,10 @@ export const insertSession = reusableQuery(
       access_expires_at: number;
       refresh_token_hash: string;
       refresh_expires_at: number;
+      nonce: string | null;
+      auth_time: number | null;
+      auth_methods: string | null;
+      web_session_hash: string | null;
     },
   ) => db.insertInto('sessions').values(row),
 );

@@ -7,6 +7,7 @@ import { authorizationCodeGrant, exchangeForAuthenticatedClient } from './grants
 import type { FoldedGrantContext, GrantContext } from './grants/context.ts';
 import { deviceCodeGrant } from './grants/device-code.ts';
 import { refreshTokenGrant, rotateForAuthenticatedClient } from './grants/refresh-token.ts';
+import { idTokenFor } from './id-tokens.ts';
 import { readParams } from './params.ts';
 import { tokenSchema } from './schemas.ts';
 import type { IssuedTokens } from './sessions.ts';
@@ -66,8 +67,15 @@ export async function tokenRoute(app: FastifyInstance): Promise<void> {
       const tokens =
         (await foldedGrant(grantType, { db, params, credentials, now })) ??
         (await grant({ db, params, client: await authenticateClient(db, credentials), now, origin: request }));
+      // OpenID Connect: an ID token from the code exchange (with the request's nonce) and each refresh.
+      const idToken = tokens.scope.split(' ').includes('openid')
+        ? await idTokenFor(db, app.signingKeys, app.config.baseUrl, tokens, grantType === 'authorization_code')
+        : undefined;
       countTokenGrant(grantType, 'success');
-      return reply.header('cache-control', 'no-store').header('pragma', 'no-cache').send(tokenResponse(tokens));
+      return reply
+        .header('cache-control', 'no-store')
+        .header('pragma', 'no-cache')
+        .send({ ...tokenResponse(tokens), ...(idToken === undefined ? {} : { id_token: idToken }) });
     } catch (error) {
       countTokenGrant(grantType, error instanceof OAuthError ? error.error : 'server_error');
       throw error;

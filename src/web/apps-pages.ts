@@ -16,6 +16,7 @@ import {
   updateOwnedApplication,
 } from '../oauth/developer-applications.ts';
 import { isScope, SCOPES } from '../oauth/scopes.ts';
+import { SIGNING_ALGS } from '../oauth/signing-algs.ts';
 import { type Confirmation, isConfirmed, sendConfirmation } from './confirmation.ts';
 import { sendPage } from './pages.ts';
 import { requireRecentSignIn } from './recent-sign-in.ts';
@@ -51,6 +52,9 @@ function readApplicationForm(request: FormRequest): ApplicationInput {
     redirectUris: field(request, 'redirect_uri'),
     scopes,
     confidential: request.body?.confidential !== undefined,
+    postLogoutRedirectUris: field(request, 'post_logout_redirect_uri'),
+    backchannelLogoutUri: field(request, 'backchannel_logout_uri'),
+    idTokenAlg: field(request, 'id_token_signed_response_alg'),
   };
 }
 
@@ -63,7 +67,17 @@ const scopeWords = (scope: string) => (isScope(scope) ? SCOPES[scope] : scope);
 
 /** The form's values: what was typed (after a refusal) or the application's (editing), else the defaults. */
 function formValues(source: ApplicationInput | Application | undefined) {
-  if (!source) return { name: '', website: '', redirectUris: '', scopes: ['common'], confidential: false };
+  if (!source)
+    return {
+      name: '',
+      website: '',
+      redirectUris: '',
+      scopes: ['common'],
+      confidential: false,
+      postLogoutRedirectUris: '',
+      backchannelLogoutUri: '',
+      idTokenAlg: '',
+    };
   if ('clientId' in source)
     return {
       name: source.name,
@@ -71,6 +85,9 @@ function formValues(source: ApplicationInput | Application | undefined) {
       redirectUris: source.redirectUris.join('\n'),
       scopes: source.scopes,
       confidential: source.confidential,
+      postLogoutRedirectUris: source.postLogoutRedirectUris.join('\n'),
+      backchannelLogoutUri: source.backchannelLogoutUri ?? '',
+      idTokenAlg: source.idTokenAlg,
     };
   return {
     name: source.name,
@@ -78,6 +95,9 @@ function formValues(source: ApplicationInput | Application | undefined) {
     redirectUris: source.redirectUris,
     scopes: [...source.scopes],
     confidential: source.confidential,
+    postLogoutRedirectUris: source.postLogoutRedirectUris ?? '',
+    backchannelLogoutUri: source.backchannelLogoutUri ?? '',
+    idTokenAlg: source.idTokenAlg ?? '',
   };
 }
 
@@ -145,6 +165,7 @@ export async function appsPages(web: FastifyInstance): Promise<void> {
           submit: 'Register application',
           nameLength: NAME_LENGTH,
           scopeChoices: scopeChoices(),
+          idTokenAlgs: SIGNING_ALGS,
         },
       },
       options.status ?? 200,
@@ -168,6 +189,7 @@ export async function appsPages(web: FastifyInstance): Promise<void> {
           submit: 'Save changes',
           nameLength: NAME_LENGTH,
           scopeChoices: scopeChoices(),
+          idTokenAlgs: SIGNING_ALGS,
         },
       },
       options.status ?? 200,

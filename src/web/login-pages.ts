@@ -7,16 +7,26 @@ import { findApplication } from '../oauth/clients.ts';
 import { decideInteraction } from '../oauth/consent.ts';
 import { displayedUserCode } from '../oauth/device-authorizations.ts';
 import { AccessDenied } from '../oauth/errors.ts';
-import { findInteraction } from '../oauth/interactions.ts';
+import { findInteraction, type Interaction } from '../oauth/interactions.ts';
 import { isScope, SCOPES, scopeList } from '../oauth/scopes.ts';
 import { field, sendMessage, sendPage, tooManyAttempts, wrongCodeMessage } from './pages.ts';
 import { passkeySignInView } from './passkey-pages.ts';
 import { signInContext } from './sign-in.ts';
-import { endWebSession, forgetWebSession, readWebSession, startBrowserSignIn } from './web-sessions.ts';
+import {
+  endWebSession,
+  forgetWebSession,
+  readWebSession,
+  startBrowserSignIn,
+  type WebSession,
+} from './web-sessions.ts';
 
 const PAGE = '/login/:interaction';
 
 type LoginRequest = FastifyRequest<{ Params: { interaction: string } }>;
+
+/** Whether the browser's sign-in is as recent as the request asks (prompt=login, max_age). */
+const signedInRecently = (session: WebSession, interaction: Interaction) =>
+  interaction.min_auth_time === null || session.signedInAt >= interaction.min_auth_time;
 
 const expired = (reply: FastifyReply) =>
   sendMessage(
@@ -53,11 +63,13 @@ export async function loginPages(web: FastifyInstance): Promise<void> {
     const loaded = await load(request as LoginRequest, reply);
     if (!loaded) return reply;
     const session = await readWebSession(request);
-    if (!session)
+    // prompt=login and max_age: a sign-in older than the request accepts is asked again.
+    if (!session || (!session.mfaPending && !signedInRecently(session, loaded.interaction)))
       return sendPage(reply, 'signin', {
         appName: loaded.app.name,
         action: `${loaded.action}/password`,
         ...passkeySignInView(web, `${loaded.action}/passkey`),
+        username: loaded.interaction.login_hint ?? undefined,
       });
     if (session.mfaPending)
       return sendPage(reply, 'two-step', {
@@ -165,7 +177,8 @@ export async function loginPages(web: FastifyInstance): Promise<void> {
       const loaded = await load(request, reply);
       if (!loaded) return reply;
       const session = await readWebSession(request);
-      if (!session || session.mfaPending) return reply.code(303).header('location', loaded.action).send();
+      if (!session || session.mfaPending || !signedInRecently(session, loaded.interaction))
+        return reply.code(303).header('location', loaded.action).send();
       const decision = request.body?.decision;
       if (decision !== 'approve' && decision !== 'deny')
         return reply.code(303).header('location', loaded.action).send();
@@ -174,7 +187,7 @@ export async function loginPages(web: FastifyInstance): Promise<void> {
         db(),
         request.params.interaction,
         interaction,
-        session.userId,
+        session,
         decision === 'approve',
       );
       if (outcome.kind === 'ended') return expired(reply);

@@ -1,7 +1,14 @@
-import type {} from '@fastify/cookie';
+import { fastifyCookie } from '@fastify/cookie';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Account } from '../accounts/accounts.ts';
-import { createWebSession, deleteWebSession, findWebSession, type WebSession } from '../accounts/web-sessions.ts';
+import type { SignInMethod, TwoStep } from '../accounts/sign-in.ts';
+import {
+  authMethodsOf,
+  createWebSession,
+  deleteWebSession,
+  findWebSession,
+  type WebSession,
+} from '../accounts/web-sessions.ts';
 
 /**
  * The browser's side of a sign-in: the cookie that carries its web session's token. The sessions
@@ -27,20 +34,31 @@ export async function readWebSession(request: FastifyRequest): Promise<WebSessio
   return findWebSession(request.server.database.db, token);
 }
 
+/** The sign-in of a request outside the pages (no cookie plugin there: the authorization endpoint's prompt=none). */
+export async function readWebSessionFromHeaders(request: FastifyRequest): Promise<WebSession | undefined> {
+  const header = request.headers.cookie;
+  if (!header) return undefined;
+  const token = fastifyCookie.parse(header)[SESSION_COOKIE];
+  return token ? findWebSession(request.server.database.db, token) : undefined;
+}
+
 /**
  * After a sign-in step: signs the browser in (`signed_in`), or starts the sign-in that waits for
- * its two-step code (`needs_code`), replacing any earlier sign-in of this browser under a new token.
+ * its two-step code (`needs_code`), remembering how the person proved who they are (an ID token's
+ * amr; a sign-up's or reset's new password counts as a password), replacing any earlier sign-in of this browser under a new token.
  */
 export async function startBrowserSignIn(
   request: FastifyRequest,
   reply: FastifyReply,
-  outcome: { kind: 'signed_in' | 'needs_code'; account: Account },
+  outcome: { kind: 'signed_in' | 'needs_code'; account: Account; method?: SignInMethod; twoStep?: TwoStep },
 ): Promise<void> {
   await endWebSession(request, reply);
   const { token, ttlMs } = await createWebSession(
     request.server.database.db,
     outcome.account.userId,
     outcome.kind === 'needs_code',
+    Date.now(),
+    authMethodsOf(outcome.method ?? 'password', outcome.twoStep),
   );
   reply.setCookie(SESSION_COOKIE, token, cookieOptions(request, ttlMs));
 }

@@ -23,7 +23,8 @@ import { newAccount, newApp as newOAuthApp, pkcePair, tokenRequest } from '../he
 import type { TestServer } from '../helpers/server.ts';
 
 const APP_NAME = 'Browser Test App';
-const SCOPE = 'common users:read';
+/** With OpenID Connect's scopes, which the consent page names in plain words too. */
+const SCOPE = 'common email openid users:read';
 /** Wrong user codes a browser (and an IP) may type on /device per minute (src/web/device-pages.ts). */
 const WRONG_CODES_ALLOWED = 5;
 
@@ -96,7 +97,12 @@ describe('login pages in a real browser', () => {
 
   async function assertConsentPage(page: Page, username: string) {
     await page.getByRole('heading', { name: `Allow ${APP_NAME} to use your account?` }).waitFor();
-    assert.deepEqual(await page.locator('ul.scopes li').allTextContents(), [SCOPES.common, SCOPES['users:read']]);
+    assert.deepEqual(await page.locator('ul.scopes li').allTextContents(), [
+      SCOPES.common,
+      SCOPES.email,
+      SCOPES.openid,
+      SCOPES['users:read'],
+    ]);
     assert.match((await page.locator('form.account').textContent()) ?? '', new RegExp(`Signed in as ${username}\\.`));
     assert.equal(await page.getByRole('button', { name: 'Allow' }).isVisible(), true);
     assert.equal(await page.getByRole('button', { name: 'Deny' }).isVisible(), true);

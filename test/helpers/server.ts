@@ -93,6 +93,8 @@ export interface StartOptions {
   purgeIntervalMs?: number;
   /** Mail options: e.g. retryDelaysMs [0, 0] so a refused message is retried at once. */
   mail?: MailPluginOptions;
+  /** How often the signing keys are read again (a rotation by another instance seen sooner). */
+  keyReloadIntervalMs?: number;
 }
 
 /** A port nothing listens on right now (the system's choice). */
@@ -146,6 +148,7 @@ async function startServerOnce(options: StartOptions): Promise<TestServer> {
       rateLimitNamespace: options.rateLimitNamespace ?? `test:${randomBytes(6).toString('hex')}:`,
       purgeIntervalMs: options.purgeIntervalMs,
       mail: options.mail,
+      keyReloadIntervalMs: options.keyReloadIntervalMs,
     });
     await options.beforeListen?.(app);
     await app.listen({ port, host: '127.0.0.1' });

@@ -34,6 +34,7 @@ describe('the metadata document', () => {
       device_authorization_endpoint: `${BASE}/v4/device`,
       revocation_endpoint: `${BASE}/v4/revoke`,
       introspection_endpoint: `${BASE}/v4/introspect`,
+      jwks_uri: `${BASE}/v4/jwks`,
       scopes_supported: Object.keys(SCOPES),
       response_types_supported: ['code'],
       response_modes_supported: ['query'],

@@ -59,7 +59,7 @@ export async function authorizationCodeGrant({ db, params, client, now, origin }
   const tokens = await exchangeAuthorizationCode(
     db,
     codeHash,
-    { sessionId, userId: code.user_id, clientId: client.clientId, scope: code.scope },
+    { sessionId, userId: code.user_id, clientId: client.clientId, scope: code.scope, signIn: code },
     now,
   );
   // Lost a race with another exchange of the same code: a replay like any other. The winner's
