@@ -13,6 +13,7 @@ import * as m012 from './migrations/012_verification_requests.ts';
 import * as m013 from './migrations/013_developer_applications.ts';
 import * as m014 from './migrations/014_passkeys.ts';
 import * as m015 from './migrations/015_rotation_indexes.ts';
+import * as m017 from './migrations/017_account_lifecycle.ts';
 
 const migrations: Record<string, Migration> = {
   '001_users': m001,
@@ -28,6 +29,7 @@ const migrations: Record<string, Migration> = {
   '013_developer_applications': m013,
   '014_passkeys': m014,
   '015_rotation_indexes': m015,
+  '017_account_lifecycle': m017,
 };
 
 /** Brings the schema up to date; safe to run on every start and from several instances at once. */

@@ -20,6 +20,8 @@ export interface Application {
   /** An https URL, or null. */
   website: string | null;
   createdAt: number;
+  /** When an operator suspended it; null when it is not suspended. */
+  suspendedAt: number | null;
 }
 
 export interface NewApplication {
@@ -74,7 +76,7 @@ export type ClientProof = {
 
 /**
  * The application `clientId`, if `secretHash` is the hash of its secret or both are null (a public
- * client that sends none): authenticateClient's rule as a subquery, for a grant that checks the
+ * client that sends none), and it is not suspended: authenticateClient's rule as a subquery, for a grant that checks the
  * client in its own statement (an EXISTS of this). Comparing hashes of the presented secret in SQL
  * tells a timing observer nothing about the stored secret.
  */
@@ -83,7 +85,8 @@ export const authenticatedClient = (db: QueryCreator<Schema>, { clientId, secret
     .selectFrom('applications')
     .select('client_id')
     .where('client_id', '=', clientId)
-    .where('secret_hash', 'is not distinct from', secretHash);
+    .where('secret_hash', 'is not distinct from', secretHash)
+    .where('suspended_at', 'is', null);
 
 export async function findApplication(db: Kysely<Schema>, clientId: unknown): Promise<Application | undefined> {
   if (!isUuid(clientId)) return undefined;
@@ -116,5 +119,6 @@ export function toApplication(row: Schema['applications']): Application {
     ownerId: row.owner_id,
     website: row.website,
     createdAt: Number(row.created_at),
+    suspendedAt: row.suspended_at === null ? null : Number(row.suspended_at),
   };
 }

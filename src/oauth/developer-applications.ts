@@ -210,6 +210,7 @@ export async function createOwnedApplication(
     created_at: Date.now(),
     owner_id: owner.userId,
     website: app.website,
+    suspended_at: null,
   };
   const created = await db.transaction().execute(async (trx) => {
     await lockKey(trx, `applications-of:${owner.userId}`);

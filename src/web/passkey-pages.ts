@@ -17,6 +17,7 @@ import { ApiError } from '../http/errors.ts';
 import { findApplication } from '../oauth/clients.ts';
 import { findInteraction } from '../oauth/interactions.ts';
 import { hashSecret, newSecret } from '../secrets/random-secrets.ts';
+import { ACCOUNT_LOCKED } from './pages.ts';
 import { signInContext } from './sign-in.ts';
 import { readWebSession, startBrowserSignIn, type WebSession } from './web-sessions.ts';
 
@@ -154,6 +155,8 @@ async function signInWithPasskey(
         { headers: { 'retry-after': String(seconds) } },
       );
     }
+    case 'locked':
+      throw new ApiError(403, ACCOUNT_LOCKED, { code: 'accountLocked' });
     case 'refused':
       throw new ApiError(
         outcome.reason === 'malformed' ? 400 : 401,

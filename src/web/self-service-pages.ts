@@ -3,7 +3,7 @@ import { checkEmailAddress } from '../accounts/account-names.ts';
 import { findAccount } from '../accounts/accounts.ts';
 import { completeReset, completeSignUp, confirmEmailChange, requestCode } from '../accounts/self-service.ts';
 import { findByFlow, findByLink, type Purpose, proveByCode, proveByLink } from '../accounts/verification-requests.ts';
-import { sendMessage, sendPage, tooManyAttempts, wrongCodeMessage } from './pages.ts';
+import { ACCOUNT_LOCKED, sendMessage, sendPage, tooManyAttempts, wrongCodeMessage } from './pages.ts';
 import {
   accountMailer,
   clearFlowCookie,
@@ -213,6 +213,10 @@ export async function selfServicePages(web: FastifyInstance): Promise<void> {
     if (outcome.kind === 'ended') {
       clearFlowCookie(reply, 'reset');
       return forgotPage(reply, { step: 'email', error: { email: ENDED } }, 410);
+    }
+    if (outcome.kind === 'locked') {
+      clearFlowCookie(reply, 'reset');
+      return sendMessage(reply, 'This account is locked', ACCOUNT_LOCKED, 403);
     }
     if (outcome.kind !== 'reset') {
       const again = (error: ForgotView['error'], status: number) =>
