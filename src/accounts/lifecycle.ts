@@ -19,6 +19,7 @@ import type { Kysely, Transaction } from 'kysely';
 import { lockKey } from '../db/locks.ts';
 import type { Schema } from '../db/schema.ts';
 import type { SendAccountMail } from './account-mail.ts';
+import type { Account } from './accounts.ts';
 import type { ApplicationSessions } from './application-sessions.ts';
 import { countBackupCodes, removeBackupCodes } from './backup-codes.ts';
 import type { AccountEraser } from './erasure.ts';
@@ -31,6 +32,7 @@ import {
   recordSecurityEvent,
 } from './security-events.ts';
 import { type Links, requestCode } from './self-service.ts';
+import { checkCurrentPassword, checkTwoStepCode, type Limited, type SignInContext, type Wrong } from './sign-in.ts';
 import { endAllDeviceTrust, listTrustedDevices } from './trusted-devices.ts';
 import { endRequestsOfUser } from './verification-requests.ts';
 import { endOtherWebSessions } from './web-sessions.ts';
@@ -341,4 +343,37 @@ export async function exportData(ctx: LifecycleContext, userId: string): Promise
       details: event.details,
     })),
   };
+}
+
+export type OwnDeletionOutcome =
+  | { kind: 'deleted' }
+  /** The username typed into `confirm` is not the account's. */
+  | { kind: 'not confirmed' }
+  | { kind: 'wrong password'; refusal: Wrong | Limited }
+  | { kind: 'wrong code'; refusal: Wrong | Limited }
+  | { kind: 'last operator' };
+
+/**
+ * A person deletes their own account: the username typed again, the password and, with two-step
+ * on, a code (or a backup code), each under the sign-in's attempt limits; then the erasure
+ * (eraseAccount), recorded as account_deleted by 'self'.
+ */
+export async function deleteOwnAccount(
+  ctx: Omit<LifecycleContext, 'actorId' | 'via' | 'origin'> & SignInContext,
+  account: Account,
+  input: { confirm: string; password: string; code: string },
+): Promise<OwnDeletionOutcome> {
+  if (input.confirm.trim().toLowerCase() !== account.username.toLowerCase()) return { kind: 'not confirmed' };
+  const password = await checkCurrentPassword(ctx, account, input.password);
+  if (password.kind !== 'right') return { kind: 'wrong password', refusal: password };
+  if (account.totpSecret !== null) {
+    const code = await checkTwoStepCode(ctx, account, input.code);
+    if (code.kind !== 'right') return { kind: 'wrong code', refusal: code };
+  }
+  const erased = await eraseAccount(
+    { ...ctx, via: 'web', actorId: account.userId, origin: { ip: ctx.ip, ...(ctx.log ? { log: ctx.log } : {}) } },
+    account.userId,
+  );
+  if (erased.kind === 'last operator') return erased;
+  return { kind: 'deleted' };
 }
