@@ -4,10 +4,9 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { DestinationStream } from 'pino';
 import type { ApplicationSessions } from './accounts/application-sessions.ts';
-import { ACCOUNTS_ERASER, type AccountEraser } from './accounts/erasure.ts';
+import type { AccountEraser } from './accounts/erasure.ts';
 import { giveKeyPairsToAccountsWithout, hasKeysSealedUnderAnotherKey } from './accounts/key-pair.ts';
 import { ACCOUNTS_EXPIRING_ROWS } from './accounts/purge.ts';
-import { CLASSES_ERASER } from './classes/erase.ts';
 import { classes } from './classes/index.ts';
 import type { Config } from './config.ts';
 import { type Database, openDatabase } from './db/connection.ts';
@@ -24,10 +23,9 @@ import { answerClientError, answerConnect, answerUnknownExpectation } from './ht
 import { censorSecrets, OneLinePerRequest } from './http/request-log.ts';
 import { protectV4Api } from './http/v4-api.ts';
 import { validatorCompiler } from './http/validation.ts';
-import { LEGACY_ERASER } from './legacy/erase.ts';
 import { legacyApi } from './legacy/index.ts';
+import { ACCOUNT_ERASERS, lifecyclePorts } from './lifecycle-ports.ts';
 import { type MailPluginOptions, mail } from './mail/index.ts';
-import { applicationSessions, OAUTH_ERASER } from './oauth/account-ports.ts';
 import { discoveryRoute, oauthEndpoints } from './oauth/index.ts';
 import { OAUTH_EXPIRING_ROWS } from './oauth/purge.ts';
 import { findAccessToken } from './oauth/sessions.ts';
@@ -75,15 +73,6 @@ registerAjvFormats();
 
 /** Every table that grows with use and when its rows are dead, as each owning feature lists them. */
 export const EXPIRING_ROWS: readonly ExpiringRows[] = [...OAUTH_EXPIRING_ROWS, ...ACCOUNTS_EXPIRING_ROWS];
-
-/**
- * Every feature's part of erasing an account, as each lists it; run in this order in one
- * transaction. accounts/' is last: it removes the users row the others' rows point at.
- */
-export const ACCOUNT_ERASERS: readonly AccountEraser[] = [OAUTH_ERASER, LEGACY_ERASER, CLASSES_ERASER, ACCOUNTS_ERASER];
-
-/** What the account lifecycle needs from other features, for the admin CLI (the app decorates the same). */
-export const lifecyclePorts = { applicationSessions, erasers: ACCOUNT_ERASERS } as const;
 
 function trustHops(count: number) {
   return (_address: string, hop: number) => hop < count;
@@ -165,7 +154,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     app.log.info({ lastedMs }, 'the database is reachable again: requests are served again'),
   );
   // accounts/ ends applications' sessions through this port; it never imports oauth/ (docs/decisions/0087).
-  app.decorate('applicationSessions', applicationSessions);
+  app.decorate('applicationSessions', lifecyclePorts.applicationSessions);
   app.decorate('accountErasers', ACCOUNT_ERASERS);
   app.decorate('redis', redis);
   if (redis) reportRedisOutages(app, redis);

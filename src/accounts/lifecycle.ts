@@ -99,11 +99,6 @@ async function isLastOperator(trx: Kysely<Schema>, target: Target): Promise<bool
   return Number(count) <= 1;
 }
 
-/** Whether any account is an operator (the first one is made with the CLI). */
-export async function hasOperator(db: Kysely<Schema>): Promise<boolean> {
-  return (await db.selectFrom('users').select('user_id').where('operator', '=', 1).executeTakeFirst()) !== undefined;
-}
-
 export function makeOperator(ctx: LifecycleContext, userId: string): Promise<LifecycleOutcome> {
   return serialized(ctx, async (trx) => {
     const changed = await trx

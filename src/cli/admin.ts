@@ -26,11 +26,11 @@ import {
 } from '../accounts/lifecycle.ts';
 import { listSecurityEvents, recordSecurityEvent } from '../accounts/security-events.ts';
 import { isBase32Secret, newTotpSecret, totpUri } from '../accounts/totp.ts';
-import { lifecyclePorts } from '../app.ts';
 import { type Config, ConfigError, loadConfig } from '../config.ts';
 import { BackupError, type Database, openDatabase } from '../db/connection.ts';
 import { migrateToLatest } from '../db/migrate.ts';
 import { isUuid, normalizeUuid } from '../http/uuid.ts';
+import { lifecyclePorts } from '../lifecycle-ports.ts';
 import { createApplication, deleteApplication, InvalidApplicationError, listApplications } from '../oauth/clients.ts';
 import { OAuthError } from '../oauth/errors.ts';
 import { restoreApplication, type SuspensionOutcome, suspendApplication } from '../oauth/suspension.ts';

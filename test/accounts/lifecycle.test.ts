@@ -18,6 +18,7 @@ import {
   makeOperator,
   removeTwoStep,
   revokeOperator,
+  sendReset,
   unlockAccount,
 } from '../../src/accounts/lifecycle.ts';
 import { completeReset } from '../../src/accounts/self-service.ts';
@@ -266,6 +267,25 @@ describe('account lifecycle', () => {
     assert.deepEqual(await removeTwoStep(ctx(), account.userId), { kind: 'done' });
     assert.deepEqual(await removeTwoStep(ctx(), account.userId), { kind: 'unchanged' });
     assert.equal((await eventsOf(account.userId, 'two_step_removed_by_operator')).length, 1);
+
+    // A reset mail sent by an operator: once for a double submit, never to a locked account.
+    const sent: string[] = [];
+    const mailing = {
+      ...ctx(),
+      send: async (to: string) => {
+        sent.push(to);
+        return 'sent' as const;
+      },
+      links: { baseUrl: server.config.baseUrl },
+    };
+    assert.deepEqual(await sendReset(mailing, account.userId), { kind: 'done' });
+    assert.deepEqual(await sendReset(mailing, account.userId), { kind: 'unchanged' });
+    assert.deepEqual(sent, [account.email]);
+    assert.equal((await eventsOf(account.userId, 'reset_sent_by_operator')).length, 1);
+    await lockAccount(ctx(), account.userId, 'x');
+    await server.app.database.db.deleteFrom('verification_requests').where('user_id', '=', account.userId).execute();
+    assert.deepEqual(await sendReset(mailing, account.userId), { kind: 'unchanged' });
+    assert.equal(sent.length, 1);
   });
 
   test('erasure removes every row about the account in every table, and the events keep only the user id', async () => {
