@@ -4,6 +4,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { DestinationStream } from 'pino';
 import type { ApplicationSessions } from './accounts/application-sessions.ts';
+import type { AccountEraser } from './accounts/erasure.ts';
 import { giveKeyPairsToAccountsWithout, hasKeysSealedUnderAnotherKey } from './accounts/key-pair.ts';
 import { ACCOUNTS_EXPIRING_ROWS } from './accounts/purge.ts';
 import { classes } from './classes/index.ts';
@@ -23,11 +24,12 @@ import { censorSecrets, OneLinePerRequest } from './http/request-log.ts';
 import { protectV4Api } from './http/v4-api.ts';
 import { validatorCompiler } from './http/validation.ts';
 import { legacyApi } from './legacy/index.ts';
+import { ACCOUNT_ERASERS, lifecyclePorts } from './lifecycle-ports.ts';
 import { type MailPluginOptions, mail } from './mail/index.ts';
 import { discoveryRoute, oauthEndpoints } from './oauth/index.ts';
 import { KeyRing } from './oauth/key-ring.ts';
 import { OAUTH_EXPIRING_ROWS } from './oauth/purge.ts';
-import { applicationSessions, findAccessToken } from './oauth/sessions.ts';
+import { findAccessToken } from './oauth/sessions.ts';
 import { registerClasses } from './rest/routes.ts';
 import { Secrets } from './secrets/sealed.ts';
 import { loadSecretsKey, type SecretsKeySource } from './secrets/secrets-key.ts';
@@ -48,6 +50,8 @@ declare module 'fastify' {
     secrets: Secrets;
     /** Applications' sessions as accounts/ ends them: provided from src/oauth/, which accounts/ does not import. */
     applicationSessions: ApplicationSessions;
+    /** Every feature's part of erasing an account, run in one transaction (ACCOUNT_ERASERS). */
+    accountErasers: readonly AccountEraser[];
   }
 }
 
@@ -154,7 +158,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     app.log.info({ lastedMs }, 'the database is reachable again: requests are served again'),
   );
   // accounts/ ends applications' sessions through this port; it never imports oauth/ (docs/decisions/0087).
-  app.decorate('applicationSessions', applicationSessions);
+  app.decorate('applicationSessions', lifecyclePorts.applicationSessions);
+  app.decorate('accountErasers', ACCOUNT_ERASERS);
   // The authorization endpoint reads the browser's sign-in through this port (prompt=none).
   app.decorate('readBrowserSignIn', readWebSessionFromHeaders);
   // ID token keys: created on the first start, read again every interval (a rotation elsewhere).

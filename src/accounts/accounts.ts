@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type Expression, expressionBuilder, type Kysely, sql } from 'kysely';
+import { type Expression, expressionBuilder, type Kysely, type Selectable, sql } from 'kysely';
 import { isUniqueViolation } from '../db/errors.ts';
 import type { Schema } from '../db/schema.ts';
 import type { Secrets } from '../secrets/sealed.ts';
@@ -18,6 +18,9 @@ export interface Account {
   email: string | null;
   passwordHash: string | null;
   totpSecret: string | null;
+  /** Locked by an operator: it signs in nowhere until unlocked. */
+  locked: boolean;
+  operator: boolean;
 }
 
 export class AccountError extends Error {}
@@ -91,15 +94,25 @@ export async function insertAccount(
   return userId;
 }
 
-const accountColumns = ['user_id', 'username', 'email', 'password_hash', 'totp_secret'] as const;
+const accountColumns = [
+  'user_id',
+  'username',
+  'email',
+  'password_hash',
+  'totp_secret',
+  'locked_at',
+  'operator',
+] as const;
 
-function toAccount(row: Pick<Schema['users'], (typeof accountColumns)[number]>): Account {
+function toAccount(row: Pick<Selectable<Schema['users']>, (typeof accountColumns)[number]>): Account {
   return {
     userId: row.user_id,
     username: row.username ?? '',
     email: row.email,
     passwordHash: row.password_hash,
     totpSecret: row.totp_secret,
+    locked: row.locked_at !== null,
+    operator: row.operator === 1,
   };
 }
 
@@ -140,6 +153,19 @@ export function userClaimsOf(userId: Expression<string>) {
     user().select('users.email').as('email'),
     user().select('users.created_at').as('updated_at'),
   ] as const;
+}
+
+/**
+ * The user `userId` names if it is locked, as a subquery: a feature that authenticates a request
+ * (a bearer token, a grant) refuses a locked account within the statement it runs anyway
+ * (`not exists`), so the check adds no round trip.
+ */
+export function lockedAccount(userId: Expression<string | null>) {
+  return expressionBuilder<Schema>()
+    .selectFrom('users')
+    .select('users.user_id')
+    .where('users.user_id', '=', userId)
+    .where('users.locked_at', 'is not', null);
 }
 
 /** What a user may change about itself through the v4 User class; an absent field stays. */

@@ -22,7 +22,14 @@ import { CHALLENGE_TTL_MS, consumeChallenge, issueChallenge } from './passkey-ch
 import { findPasskey, recordPasskeyUse } from './passkeys.ts';
 import type { RelyingParty } from './relying-party.ts';
 import { type EventOrigin, recordSecurityEvent } from './security-events.ts';
-import { type Limited, type SignInContext, type SignInOutcome, signInSucceeded } from './sign-in.ts';
+import {
+  type Limited,
+  type Locked,
+  refuseLocked,
+  type SignInContext,
+  type SignInOutcome,
+  signInSucceeded,
+} from './sign-in.ts';
 import { type WebAuthnHelpers, webauthn } from './webauthn.ts';
 
 export type PasskeyRefusal =
@@ -36,7 +43,8 @@ export type PasskeyRefusal =
 export type PasskeySignInOutcome =
   | Extract<SignInOutcome, { kind: 'signed_in' }>
   | { kind: 'refused'; reason: PasskeyRefusal }
-  | Limited;
+  | Limited
+  | Locked;
 
 /** The user handle a passkey of `userId` carries (WebAuthn user.id): the user id's UTF-8 bytes. */
 export const userHandleOf = (userId: string) => new TextEncoder().encode(userId);
@@ -197,6 +205,7 @@ export async function passkeyStep(
   if (!(await recordPasskeyUse(db, passkey.credentialId, newCounter)))
     return refuse('counter_went_back', passkey.userId);
   await attempt.succeeded();
+  if (account.locked) return refuseLocked(ctx, account, 'passkey');
   countPasskeySignIn('succeeded');
   // Complete: user verification is the second factor, so no two-step code follows.
   return (await signInSucceeded(ctx, account, 'passkey', 'user_verified')) as Extract<

@@ -30,6 +30,17 @@ export const SECURITY_EVENT_KINDS = [
   'passkey_added',
   'passkey_removed',
   'passkey_refused',
+  'account_locked',
+  'account_unlocked',
+  'account_deleted',
+  'operator_granted',
+  'operator_revoked',
+  'sessions_ended_by_operator',
+  'two_step_removed_by_operator',
+  'reset_sent_by_operator',
+  'application_suspended',
+  'application_restored',
+  'data_exported',
 ] as const;
 
 export type SecurityEventKind = (typeof SECURITY_EVENT_KINDS)[number];

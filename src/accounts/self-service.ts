@@ -156,7 +156,9 @@ export type ResetOutcome =
   | { kind: 'reset'; userId: string; sessionsEnded: number; deviceTrustsEnded: number }
   /** `twoStep`: the account asks for a two-step code with its new password (the form shows the input). */
   | (ResetRefusal & { twoStep: boolean })
-  | { kind: 'ended' };
+  | { kind: 'ended' }
+  /** An operator locked the account: no reset until it is unlocked. */
+  | { kind: 'locked' };
 
 /**
  * Sets the new password of a proven reset: the password rules (with the account's name and
@@ -174,6 +176,7 @@ export async function completeReset(
   const proven = await findByFlow(db, 'reset', input.flowToken, 'verified');
   const account = proven?.user_id ? await findAccount(db, proven.user_id) : undefined;
   if (!account) return { kind: 'ended' };
+  if (account.locked) return { kind: 'locked' };
   const twoStep = account.totpSecret !== null;
   const refusal = await passwordRefusal(input.password, [account.username, account.email]);
   if (refusal !== undefined) return { kind: 'invalid', field: 'password', message: `${refusal}.`, twoStep };
@@ -187,6 +190,7 @@ export async function completeReset(
     const request = await claimByFlow(trx, 'reset', input.flowToken);
     if (!request?.user_id) return { kind: 'ended' } as const;
     const userId = request.user_id;
+    if ((await findAccount(trx, userId))?.locked) return { kind: 'locked' } as const;
     if (!(await storePasswordHash(trx, userId, passwordHash))) return { kind: 'ended' } as const;
     await endOtherWebSessions(trx, userId, null);
     const sessionsEnded = await ctx.applicationSessions.endAllOfUser(trx, userId);
@@ -194,7 +198,7 @@ export async function completeReset(
     await endRequestsOfUser(trx, userId);
     return { kind: 'reset', userId, sessionsEnded, deviceTrustsEnded } as const;
   });
-  if (outcome.kind === 'ended') return outcome;
+  if (outcome.kind !== 'reset') return outcome;
   await record(ctx, {
     kind: 'password_reset',
     userId: outcome.userId,

@@ -65,6 +65,12 @@ export type SignInMethod = 'password' | 'passkey';
 export type TwoStep = 'off' | 'trusted_device' | 'code' | 'backup_code' | 'user_verified';
 
 export type Wrong = { kind: 'wrong'; reason: 'unknown_account' | 'wrong_password' | 'wrong_code' | 'used_code' };
+/**
+ * The person proved who they are, but an operator locked the account: the page says so (never
+ * why) and to contact the operator. Told only after the password or passkey proved right, so it
+ * tells a stranger nothing.
+ */
+export type Locked = { kind: 'locked' };
 /** Refused by a limit without checking; `accountLimited`: the account's own limit refused it. */
 export type Limited = { kind: 'limited'; retryAfterMs: number; accountLimited: boolean };
 
@@ -73,6 +79,7 @@ export type SignInOutcome =
   | { kind: 'needs_code'; account: Account }
   | Wrong
   | Limited
+  | Locked
   /** The sign-in waiting for a code cannot go on (the account is gone or has no two-step any more). */
   | { kind: 'start_again' };
 
@@ -216,7 +223,18 @@ export async function passwordStep(
   const account = await findAccountByLogin(ctx.db, login);
   const checked = await checkPasswordOf(ctx, account, login, input.password);
   if (checked.kind !== 'right') return checked;
+  if (account!.locked) return refuseLocked(ctx, account!, 'password');
   return afterFirstStep(ctx, account!, 'password', input.deviceId ?? null);
+}
+
+/** A locked account's sign-in, refused after its first step proved right: recorded as sign_in_failed (reason locked). */
+export async function refuseLocked(ctx: SignInContext, account: Account, method: SignInMethod): Promise<Locked> {
+  await record(ctx, {
+    kind: 'sign_in_failed',
+    userId: account.userId,
+    details: withPage(ctx, { reason: 'locked', method }),
+  });
+  return { kind: 'locked' };
 }
 
 /**
@@ -246,7 +264,7 @@ export async function codeStep(
   input: { code: string; trustDeviceId?: string | null; method?: SignInMethod },
 ): Promise<SignInOutcome> {
   const account = await findAccount(ctx.db, userId);
-  if (!account?.totpSecret) return { kind: 'start_again' };
+  if (!account?.totpSecret || account.locked) return { kind: 'start_again' };
   const checked = await checkTwoStepCode(ctx, account, input.code);
   if (checked.kind === 'limited' && checked.accountLimited) await endPendingWebSessions(ctx.db, account.userId);
   if (checked.kind !== 'right') return checked;

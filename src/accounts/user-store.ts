@@ -18,13 +18,15 @@ export class DuplicateUserError extends Error {
   }
 }
 
+/** The key that verifies the user's v1 signatures; undefined for an unknown or locked user. */
 export async function findPublicKey(db: Kysely<Schema>, userId: string): Promise<string | null | undefined> {
   const [row] = await publicKeyOf(db, { userId });
   return row ? row.public_key : undefined;
 }
 
+// A locked account's key signs nothing (the lock is checked in the same statement).
 const publicKeyOf = reusableQuery((db: Kysely<Schema>, { userId }: { userId: string }) =>
-  db.selectFrom('users').select('public_key').where('user_id', '=', userId),
+  db.selectFrom('users').select('public_key').where('user_id', '=', userId).where('locked_at', 'is', null),
 );
 
 const usersByIds = reusableQuery((db: Kysely<Schema>, { ids }: { ids: readonly string[] }) =>

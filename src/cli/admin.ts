@@ -1,6 +1,13 @@
 import { chmodSync, constants, copyFileSync, existsSync } from 'node:fs';
 import { Command, InvalidArgumentError } from 'commander';
 import {
+  type AccountState,
+  type AccountSummary,
+  findAccountSummary,
+  InvalidListQuery,
+  listAccounts,
+} from '../accounts/account-directory.ts';
+import {
   AccountError,
   createAccount,
   findAccount,
@@ -8,15 +15,26 @@ import {
   setPassword,
   setTotpSecret,
 } from '../accounts/accounts.ts';
+import {
+  eraseAccount,
+  type LifecycleContext,
+  type LifecycleOutcome,
+  lockAccount,
+  makeOperator,
+  revokeOperator,
+  unlockAccount,
+} from '../accounts/lifecycle.ts';
 import { listSecurityEvents, recordSecurityEvent } from '../accounts/security-events.ts';
 import { isBase32Secret, newTotpSecret, totpUri } from '../accounts/totp.ts';
 import { type Config, ConfigError, loadConfig } from '../config.ts';
 import { BackupError, type Database, openDatabase } from '../db/connection.ts';
 import { migrateToLatest } from '../db/migrate.ts';
 import { isUuid, normalizeUuid } from '../http/uuid.ts';
+import { lifecyclePorts } from '../lifecycle-ports.ts';
 import { createApplication, deleteApplication, InvalidApplicationError, listApplications } from '../oauth/clients.ts';
 import { OAuthError } from '../oauth/errors.ts';
 import { publishedKeys, readKeyRows, rotateSigningKeys } from '../oauth/signing-keys.ts';
+import { restoreApplication, type SuspensionOutcome, suspendApplication } from '../oauth/suspension.ts';
 import { Secrets } from '../secrets/sealed.ts';
 import { loadSecretsKey, secretsKeyFile } from '../secrets/secrets-key.ts';
 
@@ -41,6 +59,48 @@ async function resolveUser(database: Database, who: string) {
     : await findAccountByLogin(database.db, who);
   if (!account) throw new AccountError(`No user ${who}`);
   return account;
+}
+
+/** The lifecycle's context for the CLI: via cli, no operator account (whoever runs the shell). */
+const cliLifecycle = (database: Database): LifecycleContext => ({
+  db: database.db,
+  ...lifecyclePorts,
+  via: 'cli',
+  actorId: null,
+});
+
+/** An account as `user list` and `user show` print it. */
+const accountJson = (account: AccountSummary) => ({
+  user_id: account.userId,
+  username: account.username,
+  email: account.email,
+  created: new Date(account.createdAt).toISOString(),
+  locked: account.locked,
+  operator: account.operator,
+});
+
+async function resolveSummary(database: Database, who: string): Promise<AccountSummary> {
+  const account = await findAccountSummary(database.db, who);
+  if (!account) throw new AccountError(`No user ${who}`);
+  return account;
+}
+
+/** Runs a lifecycle action on the account `who` names; what it printed, or an AccountError. */
+async function lifecycleAction(
+  who: string,
+  action: (ctx: LifecycleContext, userId: string) => Promise<LifecycleOutcome>,
+  said: { done: string; unchanged: string },
+): Promise<void> {
+  const message = await withDatabase(async (database) => {
+    const account = await resolveSummary(database, who);
+    const outcome = await action(cliLifecycle(database), account.userId);
+    const name = account.username ?? account.userId;
+    if (outcome.kind === 'unknown') throw new AccountError(`No user ${who}`);
+    if (outcome.kind === 'last operator')
+      throw new AccountError(`${name} is the last operator: make another operator first`);
+    return `${outcome.kind === 'done' ? said.done : said.unchanged} ${name}`;
+  });
+  print(message);
 }
 
 const program = new Command('admin')
@@ -170,8 +230,136 @@ keys
     if (options.json) print(rows);
     else for (const row of rows) print(`${row.kid}  ${row.alg}  ${row.state}  created ${row.created}`);
   });
+/** Suspends or restores an application; prints what happened. */
+async function suspensionAction(
+  clientId: string,
+  action: typeof suspendApplication,
+  said: Record<Exclude<SuspensionOutcome, 'unknown'>, string>,
+): Promise<void> {
+  const outcome = await withDatabase((database) => action({ db: database.db, via: 'cli', operatorId: null }, clientId));
+  if (outcome === 'unknown') throw new AccountError(`No application ${clientId}`);
+  print(`${said[outcome]} ${clientId}`);
+}
+app
+  .command('suspend')
+  .description('Suspend an application: its sessions end, it can neither sign anyone in nor get tokens until restored')
+  .argument('<client_id>')
+  .action((clientId: string) =>
+    suspensionAction(clientId, suspendApplication, { done: 'suspended', unchanged: 'already suspended' }),
+  );
+app
+  .command('restore')
+  .description('Restore a suspended application (its ended sessions stay ended)')
+  .argument('<client_id>')
+  .action((clientId: string) =>
+    suspensionAction(clientId, restoreApplication, { done: 'restored', unchanged: 'not suspended' }),
+  );
 
 const user = program.command('user').description('User accounts');
+user
+  .command('list')
+  .description('List accounts, newest first')
+  .option('--search <prefix>', 'only accounts whose username or address starts with this (any case)')
+  .option('--state <state>', 'active or locked', parseState)
+  .option('--limit <n>', 'at most this many accounts', parseLimit, 1000)
+  .option('--json', 'print a JSON array', false)
+  .action(async (options: { search?: string; state?: AccountState; limit: number; json: boolean }) => {
+    const accounts = await withDatabase(async (database) => {
+      const found: AccountSummary[] = [];
+      let after: string | undefined;
+      do {
+        const page = await listAccounts(database.db, {
+          search: options.search,
+          state: options.state,
+          after,
+          limit: Math.min(1000, options.limit - found.length),
+        });
+        found.push(...page.accounts);
+        after = page.next;
+      } while (after !== undefined && found.length < options.limit);
+      return found;
+    });
+    const rows = accounts.map(accountJson);
+    if (options.json) print(rows);
+    else
+      for (const row of rows)
+        print(
+          `${row.user_id}  ${row.username ?? '-'}  ${row.email ?? '-'}  ${row.created}${row.locked ? '  locked' : ''}${row.operator ? '  operator' : ''}`,
+        );
+  });
+user
+  .command('show')
+  .description('Show an account with its sessions and the applications it registered')
+  .argument('<user>', 'user id, username or email')
+  .option('--json', 'print a JSON object', false)
+  .action(async (who: string, options: { json: boolean }) => {
+    const shown = await withDatabase(async (database) => {
+      const account = await resolveSummary(database, who);
+      const [sessions, applications] = await Promise.all([
+        lifecyclePorts.applicationSessions.listOfUser(database.db, account.userId),
+        lifecyclePorts.applicationSessions.applicationsOfUser(database.db, account.userId),
+      ]);
+      return {
+        ...accountJson(account),
+        ...(account.locked ? { lock_reason: account.lockReason } : {}),
+        two_step: account.twoStep,
+        sessions: sessions.map((session) => ({
+          session_id: session.sessionId,
+          client_id: session.clientId,
+          application: session.applicationName,
+          scope: session.scope,
+          created: new Date(session.createdAt).toISOString(),
+          last_used: session.lastUsedAt === null ? null : new Date(session.lastUsedAt).toISOString(),
+        })),
+        applications: applications.map((application) => ({
+          client_id: application.clientId,
+          name: application.name,
+          confidential: application.confidential,
+          created: new Date(application.createdAt).toISOString(),
+          suspended: application.suspended,
+        })),
+      };
+    });
+    if (options.json) print(shown);
+    else print(JSON.stringify(shown, null, 2));
+  });
+user
+  .command('lock')
+  .description('Lock an account: every sign-in, session and token of it ends; it cannot sign in until unlocked')
+  .argument('<user>', 'user id, username or email')
+  .requiredOption('--reason <text>', 'why (for operators; never shown to the person)')
+  .action((who: string, options: { reason: string }) => {
+    const reason = options.reason.trim();
+    if (reason === '' || reason.length > 500) throw new InvalidArgumentError('--reason must be 1 to 500 characters');
+    return lifecycleAction(who, (ctx, userId) => lockAccount(ctx, userId, reason), {
+      done: 'locked',
+      unchanged: 'already locked:',
+    });
+  });
+user
+  .command('unlock')
+  .description('Unlock an account (the sessions the lock ended stay ended)')
+  .argument('<user>', 'user id, username or email')
+  .action((who: string) => lifecycleAction(who, unlockAccount, { done: 'unlocked', unchanged: 'not locked:' }));
+user
+  .command('delete')
+  .description('Erase an account and every row about it, with what it published (cannot be undone)')
+  .argument('<user>', 'user id, username or email')
+  .option('--yes', 'confirm: the account and its data are erased for good', false)
+  .action((who: string, options: { yes: boolean }) => {
+    if (!options.yes) throw new InvalidArgumentError('erasing an account cannot be undone: add --yes to confirm');
+    return lifecycleAction(who, eraseAccount, { done: 'deleted', unchanged: 'deleted' });
+  });
+user
+  .command('operator')
+  .description('Make an account an operator (it may use the console at /admin), or with --off end that')
+  .argument('<user>', 'user id, username or email')
+  .option('--off', 'end the operator role', false)
+  .action((who: string, options: { off: boolean }) =>
+    options.off
+      ? lifecycleAction(who, revokeOperator, { done: 'no longer an operator:', unchanged: 'not an operator:' })
+      : lifecycleAction(who, makeOperator, { done: 'operator:', unchanged: 'already an operator:' }),
+  );
 user
   .command('create')
   .description('Create a user who signs in with a password')
@@ -295,6 +483,11 @@ function parseSince(value: string): number {
   return time;
 }
 
+function parseState(value: string): AccountState {
+  if (value !== 'active' && value !== 'locked') throw new InvalidArgumentError('--state must be active or locked');
+  return value;
+}
+
 function parseLimit(value: string): number {
   const limit = Number(value);
   if (!Number.isSafeInteger(limit) || limit < 1) throw new InvalidArgumentError('--limit must be a positive integer');
@@ -353,6 +546,7 @@ function backUpSecretsKey(config: Config, backup: string): string {
 program.parseAsync().catch((error: unknown) => {
   const known =
     error instanceof AccountError ||
+    error instanceof InvalidListQuery ||
     error instanceof BackupError ||
     error instanceof InvalidApplicationError ||
     error instanceof ConfigError ||

@@ -37,3 +37,18 @@ export function matchesContainsPattern(dialect: Dialect, column: string, pattern
 export function writesInWith(db: Kysely<Schema>): boolean {
   return dialectOf(db) === 'postgres';
 }
+
+/**
+ * `expression` (text) begins with `prefix`, as a range the expression's index serves: bytewise on
+ * SQLite (its default collation), in the "C" collation on PostgreSQL, whose index on the
+ * expression (migration 022) is built in it. The caller lowercases both sides when case must not
+ * matter.
+ */
+export function startsWith(dialect: Dialect, expression: RawBuilder<unknown>, prefix: string): RawBuilder<SqlBool> {
+  const bytewise = dialect === 'postgres' ? sql`(${expression} collate "C")` : expression;
+  const last = prefix.charCodeAt(prefix.length - 1);
+  // The first text past every one that starts with the prefix: its last character, one higher.
+  if (prefix === '' || last >= 0xd7ff) return sql<SqlBool>`${bytewise} >= ${prefix}`;
+  const upper = prefix.slice(0, -1) + String.fromCharCode(last + 1);
+  return sql<SqlBool>`(${bytewise} >= ${prefix} and ${bytewise} < ${upper})`;
+}

@@ -1,3 +1,5 @@
+import type { Generated } from 'kysely';
+
 /** Times are stored as integer milliseconds since the epoch on both databases. */
 export interface UsersTable {
   user_id: string;
@@ -14,6 +16,12 @@ export interface UsersTable {
   private_key: string | null;
   /** The last TOTP time step accepted (RFC 6238 §5.2); only a later one is accepted next. */
   totp_last_step: number | null;
+  /** 1: an operator, who governs accounts and applications (migration 022). */
+  operator: Generated<number>;
+  /** When the account was locked; null: not locked. A locked account signs in nowhere. */
+  locked_at: number | null;
+  /** Why, for operators only (never shown to the person). */
+  lock_reason: string | null;
 }
 
 export interface BackupCodesTable {
@@ -51,6 +59,8 @@ export interface ApplicationsTable {
   backchannel_logout_uri: string | null;
   /** 'RS256' | 'ES256' | 'EdDSA'; null: RS256. */
   id_token_signed_response_alg: string | null;
+  /** When an operator suspended it; null: not suspended (migration 022). */
+  suspended_at: number | null;
 }
 
 export interface WebSessionsTable {

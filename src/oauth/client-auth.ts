@@ -60,9 +60,16 @@ export function clientProof(credentials: Credentials): ClientProof | undefined {
 
 /**
  * Identifies and authenticates the client: a confidential client must present its secret, a
- * public client must not present one.
+ * public client must not present one; a suspended one fails until an operator restores it.
  */
 export async function authenticateClient(db: Kysely<Schema>, credentials: Credentials): Promise<Application> {
+  const app = await checkClientCredentials(db, credentials);
+  if (app.suspendedAt !== null)
+    throw new InvalidClient('This application is suspended by the operator', credentials.usedBasic);
+  return app;
+}
+
+async function checkClientCredentials(db: Kysely<Schema>, credentials: Credentials): Promise<Application> {
   if (credentials.clientId === undefined || credentials.clientId === '')
     throw new InvalidRequest('client_id is required');
   const app = await findApplication(db, credentials.clientId);

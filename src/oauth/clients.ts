@@ -27,6 +27,8 @@ export interface Application {
   backchannelLogoutUri: string | null;
   /** OpenID Connect: the ID token's algorithm (RS256 unless chosen). */
   idTokenAlg: SigningAlg;
+  /** When an operator suspended it; null when it is not suspended. */
+  suspendedAt: number | null;
 }
 
 export interface NewApplication {
@@ -128,7 +130,7 @@ export type ClientProof = {
 
 /**
  * The application `clientId`, if `secretHash` is the hash of its secret or both are null (a public
- * client that sends none): authenticateClient's rule as a subquery, for a grant that checks the
+ * client that sends none), and it is not suspended: authenticateClient's rule as a subquery, for a grant that checks the
  * client in its own statement (an EXISTS of this). Comparing hashes of the presented secret in SQL
  * tells a timing observer nothing about the stored secret.
  */
@@ -137,7 +139,8 @@ export const authenticatedClient = (db: QueryCreator<Schema>, { clientId, secret
     .selectFrom('applications')
     .select('client_id')
     .where('client_id', '=', clientId)
-    .where('secret_hash', 'is not distinct from', secretHash);
+    .where('secret_hash', 'is not distinct from', secretHash)
+    .where('suspended_at', 'is', null);
 
 export async function findApplication(db: Kysely<Schema>, clientId: unknown): Promise<Application | undefined> {
   if (!isUuid(clientId)) return undefined;
@@ -174,5 +177,6 @@ export function toApplication(row: Schema['applications']): Application {
       row.post_logout_redirect_uris === null ? [] : (JSON.parse(row.post_logout_redirect_uris) as string[]),
     backchannelLogoutUri: row.backchannel_logout_uri,
     idTokenAlg: isSigningAlg(row.id_token_signed_response_alg) ? row.id_token_signed_response_alg : 'RS256',
+    suspendedAt: row.suspended_at === null ? null : Number(row.suspended_at),
   };
 }

@@ -255,6 +255,7 @@ export async function createOwnedApplication(
     owner_id: owner.userId,
     website: app.website,
     ...app.oidc,
+    suspended_at: null,
   };
   const created = await db.transaction().execute(async (trx) => {
     await lockKey(trx, `applications-of:${owner.userId}`);

@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { ApplicationSessions } from '../accounts/application-sessions.ts';
+import { lockedAccount } from '../accounts/accounts.ts';
 import { writesInWith } from '../db/dialect.ts';
 import { reusableQuery } from '../db/reusable-query.ts';
 import type { Schema } from '../db/schema.ts';
@@ -124,7 +124,8 @@ const sessionByRefreshTokenHash = reusableQuery((db: Kysely<Schema>, { hash }: {
   db
     .selectFrom('sessions')
     .select(['session_id', 'user_id', 'client_id', 'scope', 'refresh_expires_at'])
-    .where('refresh_token_hash', '=', hash),
+    .where('refresh_token_hash', '=', hash)
+    .where((eb) => eb.not(eb.exists(lockedAccount(eb.ref('sessions.user_id'))))),
 );
 
 export const insertSession = reusableQuery(
@@ -250,6 +251,7 @@ const findAndRotate = reusableQuery((db: Kysely<Schema>, values: Omit<Rotation, 
         .where('client_id', '=', values.clientId)
         .where('refresh_expires_at', '>', values.now)
         .where((eb) => eb.exists(authenticatedClient(db, values)))
+        .where((eb) => eb.not(eb.exists(lockedAccount(eb.ref('sessions.user_id')))))
         .forUpdate(),
     )
     .with('rotated', (db) =>
@@ -340,13 +342,15 @@ export async function rotateSession(
 /**
  * The bearer lookup of the v4 API, one statement: everything the authentication, the rate limit
  * (user and application) and the scope checks need, plus the last-use time that decides whether
- * the use is noted.
+ * the use is noted. A locked account's token is refused here, in the same statement (a lock ends
+ * the sessions too; this holds against one started as the lock was made).
  */
 const sessionByAccessTokenHash = reusableQuery((db: Kysely<Schema>, { hash }: { hash: string }) =>
   db
     .selectFrom('sessions')
     .select(['session_id', 'user_id', 'client_id', 'scope', 'access_expires_at', 'last_used_at'])
-    .where('access_token_hash', '=', hash),
+    .where('access_token_hash', '=', hash)
+    .where((eb) => eb.not(eb.exists(lockedAccount(eb.ref('sessions.user_id'))))),
 );
 
 /** A session's scopes as a set, shared by every request of sessions with the same scope string (there are few). */
@@ -491,12 +495,6 @@ export async function endAllSessionsOfUser(db: Kysely<Schema>, userId: string): 
   const result = await db.deleteFrom('sessions').where('user_id', '=', userId).executeTakeFirst();
   return Number(result.numDeletedRows);
 }
-
-/** Provided to the account services (src/app.ts), which may not import oauth/ (docs/decisions/0087). */
-export const applicationSessions: ApplicationSessions = {
-  endOneOfUser: endSessionOfUser,
-  endAllOfUser: endAllSessionsOfUser,
-};
 
 /** Ends every session of an application (its tokens stop working at once); answers how many. */
 export async function endApplicationSessions(db: Kysely<Schema>, clientId: string): Promise<number> {

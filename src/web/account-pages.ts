@@ -22,7 +22,7 @@ import { listUserSessions } from '../oauth/user-sessions.ts';
 import { returnAfterSignIn } from './apps-pages.ts';
 import { backupCodesPage, toBackupCodes } from './backup-codes-page.ts';
 import { registerEmailChange } from './email-change.ts';
-import { field as formField, sendPage, tooManyAttempts, wrongCodeMessage } from './pages.ts';
+import { ACCOUNT_LOCKED, field as formField, sendPage, tooManyAttempts, wrongCodeMessage } from './pages.ts';
 import { PASSKEY_NOTICES, passkeyAccountRoutes, passkeySectionView, passkeySignInView } from './passkey-pages.ts';
 import { accountContext } from './sign-in.ts';
 import { onlyOnce } from './single-use-submit.ts';
@@ -230,6 +230,7 @@ export async function accountPages(web: FastifyInstance): Promise<void> {
         { username, error: tooManyAttempts(reply, 'failed sign-ins', outcome.retryAfterMs) },
         429,
       );
+    if (outcome.kind === 'locked') return signInPage(reply, { username, error: ACCOUNT_LOCKED }, 403);
     if (outcome.kind !== 'signed_in' && outcome.kind !== 'needs_code')
       return signInPage(reply, { username, error: 'Wrong username or password.' }, 401);
     await startBrowserSignIn(request, reply, outcome);

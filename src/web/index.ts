@@ -11,6 +11,7 @@ import { devicePages } from './device-pages.ts';
 import { homePage } from './home-page.ts';
 import { loginPages } from './login-pages.ts';
 import { notFoundPages } from './not-found-pages.ts';
+import { ownDataPages } from './own-data-pages.ts';
 import { sendMessage } from './pages.ts';
 import { passkeySignInRoutes } from './passkey-pages.ts';
 import { reauthRoutes } from './recent-sign-in.ts';
@@ -75,6 +76,7 @@ export async function webPages(web: FastifyInstance): Promise<void> {
   await web.register(loginPages);
   await web.register(devicePages);
   await web.register(accountPages);
+  await web.register(ownDataPages);
   await web.register(appsPages);
   await web.register(reauthRoutes);
   await web.register(passkeySignInRoutes);

@@ -9,7 +9,7 @@ import { displayedUserCode } from '../oauth/device-authorizations.ts';
 import { AccessDenied } from '../oauth/errors.ts';
 import { findInteraction, type Interaction } from '../oauth/interactions.ts';
 import { isScope, SCOPES, scopeList } from '../oauth/scopes.ts';
-import { field, sendMessage, sendPage, tooManyAttempts, wrongCodeMessage } from './pages.ts';
+import { ACCOUNT_LOCKED, field, sendMessage, sendPage, tooManyAttempts, wrongCodeMessage } from './pages.ts';
 import { passkeySignInView } from './passkey-pages.ts';
 import { signInContext } from './sign-in.ts';
 import {
@@ -54,6 +54,15 @@ export async function loginPages(web: FastifyInstance): Promise<void> {
     const app = await findApplication(db(), interaction.client_id);
     if (!app) {
       expired(reply);
+      return undefined;
+    }
+    if (app.suspendedAt !== null) {
+      sendMessage(
+        reply,
+        'This application is suspended',
+        `The operator of this service has suspended ${app.name}: it cannot sign anyone in for now.`,
+        403,
+      );
       return undefined;
     }
     return { interaction, app, action: `/login/${request.params.interaction}` };
@@ -121,6 +130,7 @@ export async function loginPages(web: FastifyInstance): Promise<void> {
       });
       if (outcome.kind === 'limited')
         return again(tooManyAttempts(reply, 'failed sign-ins', outcome.retryAfterMs), 429);
+      if (outcome.kind === 'locked') return again(ACCOUNT_LOCKED, 403);
       if (outcome.kind !== 'signed_in' && outcome.kind !== 'needs_code')
         return again('Wrong username or password.', 401);
       await startBrowserSignIn(request, reply, outcome);

@@ -49,6 +49,9 @@ export function sendMessage(
   return sendPage(reply, 'message', { title, message, error: status >= 400, links: next }, status);
 }
 
+/** What a sign-in of a locked account says: never why (the reason is for operators). */
+export const ACCOUNT_LOCKED = 'This account is locked. Contact the operator of this service to have it unlocked.';
+
 const minutes = (ms: number) => Math.max(1, Math.ceil(ms / 60_000));
 
 /**

@@ -17,6 +17,7 @@ import { findApplication } from '../oauth/clients.ts';
 import { findInteraction } from '../oauth/interactions.ts';
 import { hashSecret, newSecret } from '../secrets/random-secrets.ts';
 import { isConfirmed, sendConfirmation } from './confirmation.ts';
+import { ACCOUNT_LOCKED } from './pages.ts';
 import { passkeySignInView, relyingPartyOf } from './passkey-availability.ts';
 import { RECENT_SIGN_IN_MS, requireRecentSignIn } from './recent-sign-in.ts';
 import { safeReturnPath } from './return-path.ts';
@@ -151,6 +152,8 @@ async function signInWithPasskey(
         { headers: { 'retry-after': String(seconds) } },
       );
     }
+    case 'locked':
+      throw new ApiError(403, ACCOUNT_LOCKED, { code: 'accountLocked' });
     case 'refused':
       throw new ApiError(
         outcome.reason === 'malformed' ? 400 : 401,

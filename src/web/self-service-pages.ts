@@ -11,7 +11,7 @@ import {
   proveByLink,
   type VerificationRequest,
 } from '../accounts/verification-requests.ts';
-import { sendMessage, sendPage, tooManyAttempts, wrongCodeMessage } from './pages.ts';
+import { ACCOUNT_LOCKED, sendMessage, sendPage, tooManyAttempts, wrongCodeMessage } from './pages.ts';
 import {
   accountMailer,
   clearFlowCookie,
@@ -287,6 +287,10 @@ export async function selfServicePages(web: FastifyInstance): Promise<void> {
     if (outcome.kind === 'ended') {
       clearFlowCookie(reply, 'reset');
       return forgotPage(reply, { step: 'email', error: { email: ENDED } }, 410);
+    }
+    if (outcome.kind === 'locked') {
+      clearFlowCookie(reply, 'reset');
+      return sendMessage(reply, 'This account is locked', ACCOUNT_LOCKED, 403);
     }
     if (outcome.kind !== 'reset') {
       const again = (error: ForgotView['error'], status: number) =>

@@ -1,3 +1,4 @@
+import { lockedAccount } from '../../accounts/accounts.ts';
 import { isUuid, normalizeUuid } from '../../http/uuid.ts';
 import { AccessDenied, AuthorizationPending, ExpiredToken, InvalidGrant, SlowDown } from '../errors.ts';
 import { verifierMatches } from '../pkce.ts';
@@ -41,6 +42,8 @@ export async function deviceCodeGrant({ db, params, client, now }: GrantContext)
       .set({ status: 'consumed', last_polled_at: now })
       .where('device_code', '=', request.device_code)
       .where('status', '=', 'approved')
+      // Approved before its account was locked: no tokens (a lock also deletes the request).
+      .where((eb) => eb.not(eb.exists(lockedAccount(eb.ref('device_authorizations.user_id')))))
       .executeTakeFirst();
     if (claimed.numUpdatedRows === 0n || request.user_id === null)
       throw new InvalidGrant('This device code was already exchanged for tokens');
