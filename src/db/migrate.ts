@@ -15,6 +15,7 @@ import * as m014 from './migrations/014_passkeys.ts';
 import * as m015 from './migrations/015_rotation_indexes.ts';
 import * as m020 from './migrations/020_submit_tokens.ts';
 import * as m021 from './migrations/021_openid_connect.ts';
+import * as m024 from './migrations/024_logout_outbox.ts';
 
 const migrations: Record<string, Migration> = {
   '001_users': m001,
@@ -32,6 +33,7 @@ const migrations: Record<string, Migration> = {
   '015_rotation_indexes': m015,
   '020_submit_tokens': m020,
   '021_openid_connect': m021,
+  '024_logout_outbox': m024,
 };
 
 /** Brings the schema up to date; safe to run on every start and from several instances at once. */
