@@ -114,7 +114,7 @@ describe('RP-initiated logout', () => {
 
   test('an unregistered post_logout_redirect_uri is a 400 page and nothing ends', async () => {
     const setup = await signedInToBoth();
-    for (const params of [
+    for (const params of <Array<Record<string, string>>>[
       { id_token_hint: setup.a.idToken, post_logout_redirect_uri: 'https://evil.example/after' },
       { post_logout_redirect_uri: 'https://evil.example/after' },
     ]) {
