@@ -7,7 +7,7 @@ import type { KeyRing } from './key-ring.ts';
 import { type ClaimedLogout, claimDueLogouts, onLogoutsQueued, removeLogout, retryLogoutAt } from './logout-outbox.ts';
 
 /** Back-Channel Logout 1.0 §2.4: the event a logout token carries. */
-export const BACKCHANNEL_LOGOUT_EVENT = 'http://schemas.openid.net/event/backchannel-logout';
+const BACKCHANNEL_LOGOUT_EVENT = 'http://schemas.openid.net/event/backchannel-logout';
 
 /** Waits between tries: 4 tries over about 6 minutes. */
 export const DEFAULT_RETRY_DELAYS_MS: readonly number[] = [10_000, 60_000, 300_000];

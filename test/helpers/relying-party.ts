@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import * as openid from 'openid-client';
 import { createApplication } from '../../src/oauth/clients.ts';
-import { FormClient, REDIRECT_URI } from './oauth.ts';
+import { type FormClient, REDIRECT_URI } from './oauth.ts';
 import type { TestServer } from './server.ts';
 
 /** Where the logout tests' applications return to after signing out. */
@@ -89,5 +89,3 @@ export async function isSignedIn(browser: FormClient): Promise<boolean> {
   const page = await browser.fetch('/account');
   return page.status === 200;
 }
-
-export { FormClient };
