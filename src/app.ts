@@ -26,8 +26,10 @@ import { validatorCompiler } from './http/validation.ts';
 import { legacyApi } from './legacy/index.ts';
 import { ACCOUNT_ERASERS, lifecyclePorts } from './lifecycle-ports.ts';
 import { type MailPluginOptions, mail } from './mail/index.ts';
+import { BackchannelDelivery } from './oauth/backchannel-delivery.ts';
 import { discoveryRoute, oauthEndpoints } from './oauth/index.ts';
 import { KeyRing } from './oauth/key-ring.ts';
+import { wakeSendersIfQueued } from './oauth/logout-outbox.ts';
 import { OAUTH_EXPIRING_ROWS } from './oauth/purge.ts';
 import { findAccessToken } from './oauth/sessions.ts';
 import { registerClasses } from './rest/routes.ts';
@@ -71,6 +73,8 @@ export interface AppOptions {
   keyReloadIntervalMs?: number;
   /** Mail options (tests: shorter retry delays). */
   mail?: MailPluginOptions;
+  /** How often the back-channel logout queue is looked at (tests: sooner). */
+  backchannelPollIntervalMs?: number;
 }
 
 registerAjvFormats();
@@ -165,6 +169,18 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   // ID token keys: created on the first start, read again every interval (a rotation elsewhere).
   app.decorate('signingKeys', new KeyRing(database.db, app.secrets, options.keyReloadIntervalMs));
   app.addHook('onReady', async () => app.signingKeys.reload());
+  // Back-channel logouts: queued with the session endings, sent once they committed (after the
+  // answer to the request that ended them, or by any instance's poll).
+  const backchannel = new BackchannelDelivery(database.db, app.signingKeys, config.baseUrl, app.log, {
+    retryDelaysMs: config.backchannelRetryDelaysMs,
+    pollIntervalMs: options.backchannelPollIntervalMs,
+  });
+  app.decorate('backchannelLogouts', backchannel);
+  app.addHook('onListen', async () => backchannel.start());
+  app.addHook('onResponse', (_request, _reply, done) => {
+    wakeSendersIfQueued();
+    done();
+  });
   app.decorate('redis', redis);
   if (redis) reportRedisOutages(app, redis);
   app.decorate('rateLimitNamespace', options.rateLimitNamespace ?? 'ratelimit:');
@@ -172,6 +188,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.decorate('purger', purger);
   app.addHook('onListen', async () => purger.start());
   app.addHook('onClose', async () => {
+    await backchannel.stop();
     await purger.stop();
     await database.close();
     if (redis) await redis.quit().catch(() => redis.disconnect());

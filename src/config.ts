@@ -22,6 +22,9 @@ const EnvSchema = Type.Object({
   SMTP_URL: Type.Optional(Type.String({ pattern: '^smtps?://[^\\s]+$' })),
   MAIL_FROM: Type.Optional(Type.String({ minLength: 1 })),
   SECRETS_KEY: Type.Optional(Type.String({ minLength: 1 })),
+  BACKCHANNEL_LOGOUT_RETRY_DELAYS: Type.Optional(
+    Type.String({ pattern: '^[0-9]{1,5}(\\.[0-9]{1,3})?(,[0-9]{1,5}(\\.[0-9]{1,3})?){0,9}$' }),
+  ),
 });
 
 type Env = Static<typeof EnvSchema>;
@@ -51,6 +54,8 @@ export interface Config {
   smtpUrl: string | undefined;
   /** MAIL_FROM: the sender of every message (an address, or `Name <address>`). */
   mailFrom: string;
+  /** BACKCHANNEL_LOGOUT_RETRY_DELAYS: waits between tries of a back-channel logout, in ms; undefined: the default. */
+  backchannelRetryDelaysMs: number[] | undefined;
   /**
    * SECRETS_KEY decoded (32 bytes): encrypts secrets kept at rest. Undefined: generated beside a
    * SQLite database (see src/secrets/secrets-key.ts). Not enumerable, so no log of the
@@ -93,6 +98,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     signUp: parsed.SIGN_UP as 'open' | 'closed',
     smtpUrl: parsed.SMTP_URL,
     mailFrom: parseMailFrom(parsed.MAIL_FROM, url.hostname),
+    backchannelRetryDelaysMs: parsed.BACKCHANNEL_LOGOUT_RETRY_DELAYS?.split(',').map((s) =>
+      Math.round(Number(s) * 1000),
+    ),
   };
   const secretsKey = parsed.SECRETS_KEY === undefined ? undefined : parseSecretsKey(parsed.SECRETS_KEY, 'SECRETS_KEY');
   return Object.defineProperty(config, 'secretsKey', { value: secretsKey, enumerable: false }) as Config;

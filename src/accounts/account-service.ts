@@ -190,14 +190,16 @@ export async function backupCodesOnPage(
 
 /**
  * Signs one application out of the account (its OAuth session); false when it holds none (any
- * more). The account page and the v4 API (DELETE /v4/sessions/<id>) both end sessions here.
+ * more). The account page and the v4 API (DELETE /v4/sessions/<id>) both end sessions here; the
+ * API names the application asking (`askedBy`), which is not told of its own session's end.
  */
 export async function endApplicationSession(
   ctx: RecordContext & Pick<AccountContext, 'applicationSessions'>,
   account: Pick<Account, 'userId'>,
   sessionId: string,
+  askedBy?: string,
 ): Promise<boolean> {
-  const ended = await ctx.applicationSessions.endOneOfUser(ctx.db, account.userId, sessionId);
+  const ended = await ctx.applicationSessions.endOneOfUser(ctx.db, account.userId, sessionId, askedBy);
   if (!ended) return false;
   await record(ctx, {
     kind: 'session_ended',

@@ -27,12 +27,21 @@ export interface OwnedApplicationView {
  * What the account services need from the feature that owns applications and their sessions
  * (src/oauth/): a changed password, a reset, the account page or a lock end them; the export and
  * the operator's view list them. Declared here and provided by the wiring (src/app.ts), so
- * accounts/ never imports oauth/ (docs/decisions/0087). Each call runs on the caller's transaction.
+ * accounts/ never imports oauth/ (docs/decisions/0087). Each call runs on the caller's transaction;
+ * the owner also tells each application whose session ended (back-channel logout) in it.
  */
 export interface ApplicationSessions {
-  /** Ends one session of the user (never another user's); its application, or undefined when there was none. */
-  endOneOfUser(db: Kysely<Schema>, userId: string, sessionId: string): Promise<{ clientId: string } | undefined>;
-  /** Ends every session of the user; how many. */
+  /**
+   * Ends one session of the user (never another user's); its application, or undefined when there
+   * was none. The application is told (back-channel logout) unless it is `askedBy`, the one asking.
+   */
+  endOneOfUser(
+    db: Kysely<Schema>,
+    userId: string,
+    sessionId: string,
+    askedBy?: string,
+  ): Promise<{ clientId: string } | undefined>;
+  /** Ends every session of the user (each application is told); how many. */
   endAllOfUser(db: Kysely<Schema>, userId: string): Promise<number>;
   /**
    * Ends everything of the user that could still become a session (a lock): every session, every

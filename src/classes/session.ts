@@ -5,7 +5,8 @@ import { SessionProperties as schemas } from './schemas.ts';
 
 /**
  * Ends the sessions as the account page does (accounts/, through the port oauth/ provides), so
- * each records its session_ended event; one ended meanwhile records nothing.
+ * each records its session_ended event; one ended meanwhile records nothing. The calling
+ * application is not told of its own session's end (back-channel logout); any other is.
  */
 async function endSessions({ db, caller, request }: WriteContext, sessionIds: readonly string[]): Promise<void> {
   const context = {
@@ -15,7 +16,8 @@ async function endSessions({ db, caller, request }: WriteContext, sessionIds: re
     page: 'api',
     applicationSessions: request.server.applicationSessions,
   };
-  for (const sessionId of sessionIds) await endApplicationSession(context, { userId: caller.userId }, sessionId);
+  for (const sessionId of sessionIds)
+    await endApplicationSession(context, { userId: caller.userId }, sessionId, caller.clientId);
 }
 
 /**

@@ -121,6 +121,20 @@ export interface SessionsTable {
   web_session_hash: string | null;
 }
 
+/** A back-channel logout to send: the outbox (src/oauth/logout-outbox.ts, migration 024). */
+export interface BackchannelLogoutsTable {
+  /** The ended session (the logout token's sid); one notice per session. */
+  session_id: string;
+  client_id: string;
+  user_id: string;
+  created_at: number;
+  /** Tries started so far. */
+  attempts: number;
+  /** When the next try is due; while a try is under way, the end of its sender's lease. */
+  next_attempt_at: number;
+  expires_at: number;
+}
+
 /** A key ID tokens are signed with (src/oauth/signing-keys.ts). */
 export interface SigningKeysTable {
   kid: string;
@@ -301,6 +315,7 @@ export interface Schema {
   sessions: SessionsTable;
   rotated_refresh_tokens: RotatedRefreshTokensTable;
   signing_keys: SigningKeysTable;
+  backchannel_logouts: BackchannelLogoutsTable;
   authorization_codes: AuthorizationCodesTable;
   device_authorizations: DeviceAuthorizationsTable;
   projects: ProjectsTable;

@@ -12,4 +12,6 @@ export const OAUTH_EXPIRING_ROWS: readonly ExpiringRows[] = [
   { table: 'rotated_refresh_tokens', key: 'refresh_token_hash', column: 'expires_at' },
   // A session is dead once its refresh token has expired; its rotated tokens expired no later (row above).
   { table: 'sessions', key: 'session_id', column: 'refresh_expires_at', scanned: true },
+  // A back-channel logout nobody could send for a day (a sent or abandoned one leaves at once).
+  { table: 'backchannel_logouts', key: 'session_id', column: 'expires_at' },
 ];

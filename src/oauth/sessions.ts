@@ -6,6 +6,7 @@ import type { Schema } from '../db/schema.ts';
 import { uuidv7 } from '../http/uuid.ts';
 import { hashSecret, newSecret } from '../secrets/random-secrets.ts';
 import { authenticatedClient, type ClientProof } from './clients.ts';
+import { enqueueBackchannelLogouts, type SessionFilter } from './logout-outbox.ts';
 
 // The token family model: a session is one user's grant to one application, holding one access
 // token and one refresh token (stored hashed), issued together and replaced together. Here it is
@@ -415,7 +416,9 @@ function noteSessionUse(db: Kysely<Schema>, sessionId: string, now: number): Pro
     .execute();
 }
 
-// Ending a session (every way of ending one is named end…: the session row goes, with both its tokens).
+// Ending a session (every way of ending one is named end…: the session row goes, with both its
+// tokens). Every ending but the application's own call (revocation, a replayed code or refresh
+// token at the token endpoint, its own logout request) queues a back-channel logout for it.
 
 /**
  * Ends the session of `clientId` that `token` belongs to (RFC 7009: a client revokes only its
@@ -469,37 +472,102 @@ export async function findSessionOwner(
   return row && { userId: row.user_id, clientId: row.client_id };
 }
 
-/** Ends a session: both its tokens stop working at once. False when there was none. */
+/** Ends a session: both its tokens stop working at once (the token endpoint: no notice). False when there was none. */
 export async function endSession(db: Kysely<Schema>, sessionId: string): Promise<boolean> {
   const result = await db.deleteFrom('sessions').where('session_id', '=', sessionId).executeTakeFirst();
   return result.numDeletedRows > 0n;
 }
 
-/** Ends one session of the user (never another user's); answers its application, or undefined when there was none. */
+/**
+ * Runs a session-ending statement with its back-channel notices (logout-outbox.ts): each ended
+ * session that `notify` also selects, whose application registered a back-channel URI, gets one,
+ * queued in the same transaction (the caller's when `db` is one).
+ */
+function endingWithNotices<T>(
+  db: Kysely<Schema>,
+  notify: SessionFilter | undefined,
+  end: (trx: Kysely<Schema>) => Promise<T>,
+): Promise<T> {
+  if (!notify) return end(db);
+  const work = async (trx: Kysely<Schema>) => {
+    await enqueueBackchannelLogouts(trx, notify, Date.now());
+    return end(trx);
+  };
+  return db.isTransaction ? work(db) : db.transaction().execute(work);
+}
+
+/**
+ * Ends one session of the user (never another user's); answers its application, or undefined when
+ * there was none. Its application gets a back-channel logout unless it is `askedBy` (its own call).
+ */
 export async function endSessionOfUser(
   db: Kysely<Schema>,
   userId: string,
   sessionId: string,
+  askedBy?: string,
 ): Promise<{ clientId: string } | undefined> {
-  const row = await db
-    .deleteFrom('sessions')
-    .where('session_id', '=', sessionId)
-    .where('user_id', '=', userId)
-    .returning('client_id')
-    .executeTakeFirst();
+  const filter: SessionFilter = (eb) => eb.and([eb('session_id', '=', sessionId), eb('user_id', '=', userId)]);
+  const notify: SessionFilter =
+    askedBy === undefined ? filter : (eb) => eb.and([filter(eb), eb('client_id', '!=', askedBy)]);
+  const row = await endingWithNotices(db, notify, (trx) =>
+    trx.deleteFrom('sessions').where(filter).returning('client_id').executeTakeFirst(),
+  );
   return row && { clientId: row.client_id };
 }
 
-/** Ends every session of the user; answers how many. */
+/** Ends every session of the user (each application is told through its back channel); answers how many. */
 export async function endAllSessionsOfUser(db: Kysely<Schema>, userId: string): Promise<number> {
-  const result = await db.deleteFrom('sessions').where('user_id', '=', userId).executeTakeFirst();
+  const filter: SessionFilter = (eb) => eb('user_id', '=', userId);
+  const result = await endingWithNotices(db, filter, (trx) =>
+    trx.deleteFrom('sessions').where(filter).executeTakeFirst(),
+  );
   return Number(result.numDeletedRows);
 }
 
-/** Ends every session of an application (its tokens stop working at once); answers how many. */
+/**
+ * Ends every session of an application (its tokens stop working at once; it is told through its
+ * back channel); answers how many.
+ */
 export async function endApplicationSessions(db: Kysely<Schema>, clientId: string): Promise<number> {
-  const result = await db.deleteFrom('sessions').where('client_id', '=', clientId).executeTakeFirst();
+  const filter: SessionFilter = (eb) => eb('client_id', '=', clientId);
+  const result = await endingWithNotices(db, filter, (trx) =>
+    trx.deleteFrom('sessions').where(filter).executeTakeFirst(),
+  );
   return Number(result.numDeletedRows);
+}
+
+/**
+ * Ends the sessions of `clientId` started from one browser sign-in (RP-initiated logout); the
+ * application is told through its back channel only when `notify` (the logout was not proven to
+ * be its own request). Answers how many.
+ */
+export async function endSessionsOfBrowserSignIn(
+  db: Kysely<Schema>,
+  webSessionHash: string,
+  clientId: string,
+  notify: boolean,
+): Promise<number> {
+  const filter: SessionFilter = (eb) =>
+    eb.and([eb('web_session_hash', '=', webSessionHash), eb('client_id', '=', clientId)]);
+  const result = await endingWithNotices(db, notify ? filter : undefined, (trx) =>
+    trx.deleteFrom('sessions').where(filter).executeTakeFirst(),
+  );
+  return Number(result.numDeletedRows);
+}
+
+/** Whether the session exists and was started from the browser sign-in `webSessionHash`. */
+export async function isSessionOfBrowserSignIn(
+  db: Kysely<Schema>,
+  sessionId: string,
+  webSessionHash: string,
+): Promise<boolean> {
+  const row = await db
+    .selectFrom('sessions')
+    .select('session_id')
+    .where('session_id', '=', sessionId)
+    .where('web_session_hash', '=', webSessionHash)
+    .executeTakeFirst();
+  return row !== undefined;
 }
 
 /**
@@ -522,10 +590,11 @@ export async function endApplicationSessionsBeyond(
     .map((row) => row.session_id);
   let ended = 0;
   for (let i = 0; i < beyond.length; i += 500) {
-    const result = await db
-      .deleteFrom('sessions')
-      .where('session_id', 'in', beyond.slice(i, i + 500))
-      .executeTakeFirst();
+    const chunk = beyond.slice(i, i + 500);
+    const filter: SessionFilter = (eb) => eb('session_id', 'in', chunk);
+    const result = await endingWithNotices(db, filter, (trx) =>
+      trx.deleteFrom('sessions').where(filter).executeTakeFirst(),
+    );
     ended += Number(result.numDeletedRows);
   }
   return ended;

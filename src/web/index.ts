@@ -10,6 +10,7 @@ import { assetRoutes } from './assets.ts';
 import { devicePages } from './device-pages.ts';
 import { homePage } from './home-page.ts';
 import { loginPages } from './login-pages.ts';
+import { logoutPages } from './logout-pages.ts';
 import { notFoundPages } from './not-found-pages.ts';
 import { ownDataPages } from './own-data-pages.ts';
 import { sendMessage } from './pages.ts';
@@ -75,6 +76,7 @@ export async function webPages(web: FastifyInstance): Promise<void> {
   await web.register(spawnCodeRoutes);
   await web.register(loginPages);
   await web.register(devicePages);
+  await web.register(logoutPages);
   await web.register(accountPages);
   await web.register(ownDataPages);
   await web.register(appsPages);

@@ -324,9 +324,12 @@ const OAUTH_ENDPOINTS = new Set([
   'POST /v4/device',
   'POST /v4/revoke',
   'POST /v4/introspect',
+  'GET /v4/jwks',
+  'GET /v4/userinfo',
+  'POST /v4/userinfo',
 ]);
-/** Server-rendered pages: their errors are HTML pages. */
-const PAGE_PREFIXES = ['/login/', '/device', '/account', '/spawn', '/assets/'];
+/** Server-rendered pages: their errors are HTML pages (RP-initiated logout is one too). */
+const PAGE_PREFIXES = ['/login/', '/device', '/account', '/spawn', '/assets/', '/v4/logout'];
 
 /**
  * The failures in one answer: a 5xx, missing X-Request-Id or nosniff, a body on a HEAD answer,
