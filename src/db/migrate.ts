@@ -14,6 +14,7 @@ import * as m013 from './migrations/013_developer_applications.ts';
 import * as m014 from './migrations/014_passkeys.ts';
 import * as m015 from './migrations/015_rotation_indexes.ts';
 import * as m020 from './migrations/020_submit_tokens.ts';
+import * as m023 from './migrations/023_browser_sign_ins.ts';
 
 const migrations: Record<string, Migration> = {
   '001_users': m001,
@@ -30,6 +31,7 @@ const migrations: Record<string, Migration> = {
   '014_passkeys': m014,
   '015_rotation_indexes': m015,
   '020_submit_tokens': m020,
+  '023_browser_sign_ins': m023,
 };
 
 /** Brings the schema up to date; safe to run on every start and from several instances at once. */

@@ -1,7 +1,13 @@
 import type {} from '@fastify/cookie';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Account } from '../accounts/accounts.ts';
-import { createWebSession, deleteWebSession, findWebSession, type WebSession } from '../accounts/web-sessions.ts';
+import {
+  createWebSession,
+  deleteWebSession,
+  findWebSession,
+  touchWebSession,
+  type WebSession,
+} from '../accounts/web-sessions.ts';
 
 /**
  * The browser's side of a sign-in: the cookie that carries its web session's token. The sessions
@@ -24,7 +30,10 @@ function cookieOptions(request: FastifyRequest, maxAgeMs: number) {
 export async function readWebSession(request: FastifyRequest): Promise<WebSession | undefined> {
   const token = request.cookies[SESSION_COOKIE];
   if (!token) return undefined;
-  return findWebSession(request.server.database.db, token);
+  const session = await findWebSession(request.server.database.db, token);
+  // The account page lists when each browser was last active: a page load says so (once a minute).
+  if (session) await touchWebSession(request.server.database.db, session, request.ip);
+  return session;
 }
 
 /**
@@ -41,6 +50,8 @@ export async function startBrowserSignIn(
     request.server.database.db,
     outcome.account.userId,
     outcome.kind === 'needs_code',
+    Date.now(),
+    { userAgent: request.headers['user-agent'], ip: request.ip },
   );
   reply.setCookie(SESSION_COOKIE, token, cookieOptions(request, ttlMs));
 }
