@@ -158,7 +158,11 @@ export async function accountPages(web: FastifyInstance): Promise<void> {
           lastUsed: s.lastUsedAt === null ? undefined : formatTime(s.lastUsedAt),
           lastUsedIso: s.lastUsedAt === null ? undefined : new Date(s.lastUsedAt).toISOString(),
         })),
-        browsers: browsers.map((b) => ({
+        // This browser first, then the others as last seen.
+        browsers: [
+          ...browsers.filter((b) => b.publicId === session.publicId),
+          ...browsers.filter((b) => b.publicId !== session.publicId),
+        ].map((b) => ({
           id: b.publicId,
           ...describeBrowser(b.userAgent),
           network: networkOf(b.ip),

@@ -155,6 +155,14 @@ describe('account page parts and browser sign-ins', () => {
     await second.page.goto(`${server.url}/account`);
     assert.match((await rowOf(second.page, 'Safari 17 on iPhone').textContent()) ?? '', /This browser/);
 
+    // The list as a phone shows it, for a look.
+    mkdirSync(SCREENSHOT_DIR, { recursive: true });
+    await first.page.setViewportSize(PHONE);
+    await first.page.locator('#browsers').scrollIntoViewIfNeeded();
+    await first.page.screenshot({ path: `${SCREENSHOT_DIR}/account-browsers-phone.png` });
+    await first.page.setViewportSize(DESKTOP);
+    await first.page.locator('#browsers').screenshot({ path: `${SCREENSHOT_DIR}/account-browsers-desktop.png` });
+
     const ended = await clickAndLoad(first.page, safari.getByRole('button', { name: 'Sign out' }));
     assert.equal(ended.status(), 303);
     assert.match((await first.page.getByRole('status').textContent()) ?? '', /browser was signed out/);
