@@ -30,6 +30,7 @@ import { newTotpSecret, totpStep } from './totp.ts';
 import { endAllDeviceTrust, endDeviceTrust } from './trusted-devices.ts';
 import {
   endOtherWebSessions,
+  endWebSessionById,
   keepBackupCodesToShow,
   setPendingTotpSecret,
   takeBackupCodesToShow,
@@ -215,4 +216,29 @@ export async function endTrustedDevice(ctx: AccountContext, account: Account, tr
   if (!(await endDeviceTrust(ctx.db, account.userId, trustId))) return false;
   await record(ctx, { kind: 'device_trust_ended', userId: account.userId });
   return true;
+}
+
+/**
+ * Signs one of the account's browsers out, named by the id the account page shows; false when it
+ * is not signed in (any more), or is another account's.
+ */
+export async function endBrowserSignIn(
+  ctx: RecordContext,
+  account: Pick<Account, 'userId'>,
+  publicId: string,
+): Promise<boolean> {
+  if (!(await endWebSessionById(ctx.db, account.userId, publicId))) return false;
+  await record(ctx, { kind: 'web_session_ended', userId: account.userId, details: { browser_sign_in: publicId } });
+  return true;
+}
+
+/** Signs every browser of the account out but `session`, the one asking; answers how many were. */
+export async function endOtherBrowserSignIns(
+  ctx: RecordContext,
+  account: Pick<Account, 'userId'>,
+  session: Pick<WebSession, 'token'>,
+): Promise<number> {
+  const ended = await endOtherWebSessions(ctx.db, account.userId, session.token);
+  if (ended > 0) await record(ctx, { kind: 'web_session_ended', userId: account.userId, details: { others: ended } });
+  return ended;
 }

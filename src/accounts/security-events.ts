@@ -41,6 +41,7 @@ export const SECURITY_EVENT_KINDS = [
   'application_suspended',
   'application_restored',
   'data_exported',
+  'web_session_ended',
 ] as const;
 
 export type SecurityEventKind = (typeof SECURITY_EVENT_KINDS)[number];

@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Schema } from '../db/schema.ts';
 import { hashSecret, newSecret } from '../secrets/random-secrets.ts';
@@ -15,6 +15,8 @@ export const MFA_PENDING_TTL_MS = 10 * 60 * 1000;
 
 export interface WebSession {
   token: string;
+  /** The id the account page names this sign-in by (the token's hash never leaves the database). */
+  publicId: string;
   userId: string;
   mfaPending: boolean;
   /**
@@ -28,6 +30,29 @@ export interface WebSession {
   sessionHash: string;
   /** A two-step secret being set up on the account page, not yet confirmed. */
   pendingTotpSecret: string | null;
+  /** When a page was last loaded with this sign-in, to a minute. */
+  lastSeenAt: number;
+}
+
+/** What a browser says of itself when it signs in: kept to list its sign-ins on the account page. */
+export interface BrowserSeen {
+  userAgent?: string | undefined;
+  ip?: string | undefined;
+}
+
+/** Longer User-Agent strings are cut: the list needs only their start, and the row stays small. */
+export const USER_AGENT_LIMIT = 512;
+/** A sign-in's last-seen time is written at most this often, so page loads stay reads. */
+export const LAST_SEEN_STEP_MS = 60_000;
+
+/** A User-Agent as stored: no control characters (CR, LF, NUL and the others), at most USER_AGENT_LIMIT long. */
+export function boundedUserAgent(value: string | undefined): string | null {
+  if (!value) return null;
+  const clean = value
+    .replace(/[\u0000-\u001f\u007f]/g, ' ')
+    .trim()
+    .slice(0, USER_AGENT_LIMIT);
+  return clean === '' ? null : clean;
 }
 
 export async function findWebSession(
@@ -39,12 +64,23 @@ export async function findWebSession(
   const sessionHash = hashSecret(token);
   const row = await db
     .selectFrom('web_sessions')
-    .select(['user_id', 'mfa_pending', 'created_at', 'expires_at', 'pending_totp_secret', 'auth_methods'])
+    .select([
+      'public_id',
+      'user_id',
+      'mfa_pending',
+      'created_at',
+      'expires_at',
+      'pending_totp_secret',
+      'auth_methods',
+      'last_seen_at',
+    ])
     .where('session_hash', '=', sessionHash)
     .executeTakeFirst();
   if (!row || row.expires_at <= now) return undefined;
   return {
     token,
+    publicId: row.public_id,
+    lastSeenAt: Number(row.last_seen_at),
     userId: row.user_id,
     mfaPending: row.mfa_pending === 1,
     signedInAt: Number(row.created_at),
@@ -70,6 +106,7 @@ export async function createWebSession(
   mfaPending: boolean,
   now = Date.now(),
   authMethods: readonly string[] = ['pwd'],
+  browser: BrowserSeen = {},
 ): Promise<{ token: string; ttlMs: number }> {
   const token = newSecret();
   const ttlMs = mfaPending ? MFA_PENDING_TTL_MS : SIGNED_IN_TTL_MS;
@@ -82,9 +119,71 @@ export async function createWebSession(
       created_at: now,
       expires_at: now + ttlMs,
       auth_methods: JSON.stringify(authMethods),
+      public_id: randomUUID(),
+      user_agent: boundedUserAgent(browser.userAgent),
+      ip: browser.ip ?? null,
+      last_seen_at: now,
     })
     .execute();
   return { token, ttlMs };
+}
+
+/**
+ * Notes that a page was loaded with this sign-in (and from where), at most once a minute: the
+ * condition on last_seen_at makes every other load, and a simultaneous one, write nothing.
+ */
+export async function touchWebSession(
+  db: Kysely<Schema>,
+  session: Pick<WebSession, 'token' | 'lastSeenAt'>,
+  ip: string | undefined,
+  now = Date.now(),
+): Promise<void> {
+  if (now - session.lastSeenAt < LAST_SEEN_STEP_MS) return;
+  await db
+    .updateTable('web_sessions')
+    .set({ last_seen_at: now, ...(ip ? { ip } : {}) })
+    .where('session_hash', '=', hashSecret(session.token))
+    .where('last_seen_at', '<=', now - LAST_SEEN_STEP_MS)
+    .execute();
+}
+
+/** A browser sign-in as the account page lists it. */
+export interface BrowserSignIn {
+  publicId: string;
+  userAgent: string | null;
+  ip: string | null;
+  createdAt: number;
+  lastSeenAt: number;
+}
+
+/** The user's full browser sign-ins that have not expired, the most recently seen first. */
+export async function listWebSessions(db: Kysely<Schema>, userId: string, now = Date.now()): Promise<BrowserSignIn[]> {
+  const rows = await db
+    .selectFrom('web_sessions')
+    .select(['public_id', 'user_agent', 'ip', 'created_at', 'last_seen_at'])
+    .where('user_id', '=', userId)
+    .where('mfa_pending', '=', 0)
+    .where('expires_at', '>', now)
+    .orderBy('last_seen_at', 'desc')
+    .orderBy('created_at', 'desc')
+    .execute();
+  return rows.map((row) => ({
+    publicId: row.public_id,
+    userAgent: row.user_agent,
+    ip: row.ip,
+    createdAt: row.created_at,
+    lastSeenAt: Number(row.last_seen_at),
+  }));
+}
+
+/** Ends one of the user's browser sign-ins, named by its public id; false when there is none (any more). */
+export async function endWebSessionById(db: Kysely<Schema>, userId: string, publicId: string): Promise<boolean> {
+  const result = await db
+    .deleteFrom('web_sessions')
+    .where('user_id', '=', userId)
+    .where('public_id', '=', publicId)
+    .executeTakeFirst();
+  return result.numDeletedRows > 0n;
 }
 
 export async function deleteWebSession(db: Kysely<Schema>, token: string): Promise<void> {
@@ -96,11 +195,16 @@ export async function endPendingWebSessions(db: Kysely<Schema>, userId: string):
   await db.deleteFrom('web_sessions').where('user_id', '=', userId).where('mfa_pending', '=', 1).execute();
 }
 
-/** Signs the user out of every browser but the one holding `keepToken` (a new password). */
-export async function endOtherWebSessions(db: Kysely<Schema>, userId: string, keepToken: string | null): Promise<void> {
+/** Signs the user out of every browser but the one holding `keepToken` (a new password); answers how many. */
+export async function endOtherWebSessions(
+  db: Kysely<Schema>,
+  userId: string,
+  keepToken: string | null,
+): Promise<number> {
   let query = db.deleteFrom('web_sessions').where('user_id', '=', userId);
   if (keepToken !== null) query = query.where('session_hash', '!=', hashSecret(keepToken));
-  await query.execute();
+  const result = await query.executeTakeFirst();
+  return Number(result.numDeletedRows);
 }
 
 /** Keeps (or, with null, forgets) the two-step secret the signed-in browser is setting up. */

@@ -16,6 +16,7 @@ import * as m015 from './migrations/015_rotation_indexes.ts';
 import * as m020 from './migrations/020_submit_tokens.ts';
 import * as m021 from './migrations/021_openid_connect.ts';
 import * as m022 from './migrations/022_account_lifecycle.ts';
+import * as m023 from './migrations/023_browser_sign_ins.ts';
 import * as m024 from './migrations/024_logout_outbox.ts';
 
 const migrations: Record<string, Migration> = {
@@ -35,6 +36,7 @@ const migrations: Record<string, Migration> = {
   '020_submit_tokens': m020,
   '021_openid_connect': m021,
   '022_account_lifecycle': m022,
+  '023_browser_sign_ins': m023,
   '024_logout_outbox': m024,
 };
 

@@ -75,6 +75,14 @@ export interface WebSessionsTable {
   backup_codes_to_show: string | null;
   /** How the person proved who they are: JSON array of RFC 8176 values; null: ["pwd"]. */
   auth_methods: string | null;
+  /** The id the account page names this sign-in by, never its hash (migration 023). */
+  public_id: string;
+  /** The browser's User-Agent, bounded and without control characters. */
+  user_agent: string | null;
+  /** The address the browser was last seen at. */
+  ip: string | null;
+  /** When a page was last loaded with this sign-in (written at most once a minute). */
+  last_seen_at: number;
 }
 
 /** A form's single-use submit token and the answer to its first submit (migration 020). */

@@ -4,6 +4,8 @@ import {
   backupCodesLeft,
   changePassword,
   endApplicationSession,
+  endBrowserSignIn,
+  endOtherBrowserSignIns,
   endTrustedDevice,
   renewBackupCodes,
   turnTwoStepOff,
@@ -16,11 +18,13 @@ import { pendingEmailChange } from '../accounts/self-service.ts';
 import { codeStep, type Limited, passwordStep, type Wrong } from '../accounts/sign-in.ts';
 import { totpUri } from '../accounts/totp.ts';
 import { listTrustedDevices } from '../accounts/trusted-devices.ts';
+import { listWebSessions } from '../accounts/web-sessions.ts';
 import { isUuid, normalizeUuid } from '../http/uuid.ts';
 import { isScope, SCOPES, scopeList } from '../oauth/scopes.ts';
 import { listUserSessions } from '../oauth/user-sessions.ts';
 import { returnAfterSignIn } from './apps-pages.ts';
 import { backupCodesPage, toBackupCodes } from './backup-codes-page.ts';
+import { describeBrowser, networkOf } from './browser-description.ts';
 import { registerEmailChange } from './email-change.ts';
 import { ACCOUNT_LOCKED, field as formField, sendPage, tooManyAttempts, wrongCodeMessage } from './pages.ts';
 import { PASSKEY_NOTICES, passkeyAccountRoutes, passkeySectionView, passkeySignInView } from './passkey-pages.ts';
@@ -46,6 +50,8 @@ const field = (request: FormRequest, name: string): string => formField(request.
 const NOTICES: Record<string, string> = {
   'session-ended': 'The application was signed out. It has to ask you again to use your account.',
   'trust-ended': 'That device will be asked for a two-step code at its next sign-in.',
+  'browser-ended': 'That browser was signed out. It has to sign in again to use your account.',
+  'other-browsers-ended': 'Every other browser was signed out. They have to sign in again to use your account.',
   'password-changed':
     'Your password was changed. Every application and every other browser was signed out, and no device is trusted any more.',
   'two-step-off': 'Two-step verification is off.',
@@ -59,7 +65,10 @@ const NOTICES: Record<string, string> = {
 
 /** Errors shown in the section of the form that caused them. */
 type SectionErrors = Partial<
-  Record<'sessions' | 'devices' | 'password' | 'twoStep' | 'backupCodes' | 'passkeys' | 'email' | 'emailResend', string>
+  Record<
+    'sessions' | 'browsers' | 'devices' | 'password' | 'twoStep' | 'backupCodes' | 'passkeys' | 'email' | 'emailResend',
+    string
+  >
 >;
 
 const formatTime = (ms: number) => `${new Date(ms).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
@@ -122,9 +131,10 @@ export async function accountPages(web: FastifyInstance): Promise<void> {
     // The new codes themselves are shown once on their own page (backup-codes-page.ts).
     const backupCodes =
       account.totpSecret === null ? undefined : { left: await backupCodesLeft({ db: db() }, account) };
-    const [sessions, devices] = await Promise.all([
+    const [sessions, devices, browsers] = await Promise.all([
       listUserSessions(db(), account.userId),
       listTrustedDevices(db(), account.userId),
+      listWebSessions(db(), account.userId),
     ]);
     return sendPage(
       reply,
@@ -147,6 +157,20 @@ export async function accountPages(web: FastifyInstance): Promise<void> {
           sinceIso: new Date(s.createdAt).toISOString(),
           lastUsed: s.lastUsedAt === null ? undefined : formatTime(s.lastUsedAt),
           lastUsedIso: s.lastUsedAt === null ? undefined : new Date(s.lastUsedAt).toISOString(),
+        })),
+        // This browser first, then the others as last seen.
+        browsers: [
+          ...browsers.filter((b) => b.publicId === session.publicId),
+          ...browsers.filter((b) => b.publicId !== session.publicId),
+        ].map((b) => ({
+          id: b.publicId,
+          ...describeBrowser(b.userAgent),
+          network: networkOf(b.ip),
+          thisBrowser: b.publicId === session.publicId,
+          since: formatTime(b.createdAt),
+          sinceIso: new Date(b.createdAt).toISOString(),
+          lastActive: formatTime(b.lastSeenAt),
+          lastActiveIso: new Date(b.lastSeenAt).toISOString(),
         })),
         devices: devices.map((d, index) => ({
           trustId: d.trustId,
@@ -282,6 +306,38 @@ export async function accountPages(web: FastifyInstance): Promise<void> {
       });
     return backToAccount(reply, 'session-ended');
   });
+
+  web.post<{ Body: Record<string, unknown> | undefined }>(`${ACCOUNT}/browsers`, csrf, async (request, reply) => {
+    const current = await signedIn(request, reply);
+    if (!current) return reply;
+    const publicId = field(request, 'end_browser');
+    const ended =
+      isUuid(publicId) && (await endBrowserSignIn(context(request), current.account, normalizeUuid(publicId)));
+    if (!ended)
+      return showAccount(reply, current.session, current.account, {
+        errors: { browsers: 'That browser is not signed in to your account (any more).' },
+        status: 404,
+      });
+    // Signing out this very browser from its own list is a sign-out.
+    if (normalizeUuid(publicId) === current.session.publicId) {
+      forgetWebSession(reply);
+      return reply.code(303).header('location', `${SIGN_IN}?signed_out=1`).send();
+    }
+    return backToAccount(reply, 'browser-ended');
+  });
+
+  web.post<{ Body: Record<string, unknown> | undefined }>(
+    `${ACCOUNT}/browsers/others`,
+    csrf,
+    async (request, reply) => {
+      const current = await signedIn(request, reply);
+      if (!current) return reply;
+      // The button says which form was sent; anything else just reloads.
+      if (field(request, 'end_other_browsers') !== 'all') return backToAccount(reply, undefined);
+      await endOtherBrowserSignIns(context(request), current.account, current.session);
+      return backToAccount(reply, 'other-browsers-ended');
+    },
+  );
 
   web.post<{ Body: Record<string, unknown> | undefined }>(`${ACCOUNT}/devices`, csrf, async (request, reply) => {
     const current = await signedIn(request, reply);

@@ -7,6 +7,7 @@ import {
   createWebSession,
   deleteWebSession,
   findWebSession,
+  touchWebSession,
   type WebSession,
 } from '../accounts/web-sessions.ts';
 
@@ -31,7 +32,10 @@ function cookieOptions(request: FastifyRequest, maxAgeMs: number) {
 export async function readWebSession(request: FastifyRequest): Promise<WebSession | undefined> {
   const token = request.cookies[SESSION_COOKIE];
   if (!token) return undefined;
-  return findWebSession(request.server.database.db, token);
+  const session = await findWebSession(request.server.database.db, token);
+  // The account page lists when each browser was last active: a page load says so (once a minute).
+  if (session) await touchWebSession(request.server.database.db, session, request.ip);
+  return session;
 }
 
 /** The sign-in of a request outside the pages (no cookie plugin there: the authorization endpoint's prompt=none). */
@@ -59,6 +63,7 @@ export async function startBrowserSignIn(
     outcome.kind === 'needs_code',
     Date.now(),
     authMethodsOf(outcome.method ?? 'password', outcome.twoStep),
+    { userAgent: request.headers['user-agent'], ip: request.ip },
   );
   reply.setCookie(SESSION_COOKIE, token, cookieOptions(request, ttlMs));
 }

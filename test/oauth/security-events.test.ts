@@ -332,6 +332,28 @@ describe('security events', () => {
     assert.deepEqual(signIns.map((e) => e.details.page).sort(), ['account', 'sign_in']);
   });
 
+  test('the account page: signing another browser out, one by one and all others at once', async () => {
+    const account = await newAccount(server);
+    const browsers = [new FormClient(server), new FormClient(server), new FormClient(server)];
+    for (const browser of browsers)
+      assert.equal(
+        (await browser.submit('/account/sign-in', { username: account.username, password: account.password })).status,
+        303,
+      );
+    const [here] = browsers;
+    let page = await here!.fetch('/account');
+    const otherId = /name="end_browser" value="([^"]+)"/.exec(page.text)?.[1];
+    assert.match(otherId ?? '', UUID);
+    assert.equal((await here!.submitOn(page.text, { end_browser: otherId! }, /browsers$/)).status, 303);
+    const one = await onlyEvent('web_session_ended', { userId: account.userId });
+    assert.equal(one.details.browser_sign_in, otherId);
+    page = await here!.fetch('/account');
+    assert.equal((await here!.submitOn(page.text, { end_other_browsers: 'all' }, /browsers\/others$/)).status, 303);
+    const all = (await events()).filter((e) => e.kind === 'web_session_ended' && e.userId === account.userId);
+    assert.equal(all.length, 2);
+    assert.equal(all.find((e) => e.eventId !== one.eventId)?.details.others, 1);
+  });
+
   test('applications created and deleted with the admin CLI (no IP: not a request)', async () => {
     const created = await admin(
       database.url,
