@@ -1,0 +1,316 @@
+/**
+ * Accessibility (WCAG 2.2 AA) of every page a person can see, checked by axe-core in Chromium at
+ * phone (390 px) and desktop (1280 px) widths: no violation of the rules tagged wcag2a, wcag2aa,
+ * wcag21a, wcag21aa and wcag22aa (docs/decisions/0099). Each page is reached as a person reaches it:
+ * through the forms, with the codes the real SMTP server received, an OAuth authorize request of a
+ * test application, a virtual authenticator for the passkey. One server (BASE_URL on localhost, so
+ * passkeys are offered) and one browser for all.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import AxeBuilder from '@axe-core/playwright';
+import type { Browser, Page } from 'playwright-core';
+import { newTotpSecret, totpCode } from '../../src/accounts/totp.ts';
+import { clickAndLoad, DESKTOP, launchBrowser, PHONE, startBrowserServer, withPage } from '../helpers/browser.ts';
+import { type Mailbox, startMailbox } from '../helpers/mail.ts';
+import { newAccount, newApp, pkcePair, REDIRECT_URI } from '../helpers/oauth.ts';
+import { type Inbox, newAddress, STRONG_PASSWORD, smtpInbox } from '../helpers/self-service.ts';
+import type { TestServer } from '../helpers/server.ts';
+import { awayFromStepEdge, TOTP_STEP_MS } from '../helpers/totp.ts';
+
+/** WCAG 2.0, 2.1 and 2.2, levels A and AA (axe's tags; 2.2 adds target size at AA). */
+const WCAG_TAGS = ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa'];
+
+describe('accessibility of every page (axe-core, WCAG 2.2 AA) at phone and desktop widths', () => {
+  let server: TestServer;
+  let browser: Browser;
+  let mailbox: Mailbox;
+  let inbox: Inbox;
+
+  before(async () => {
+    mailbox = await startMailbox();
+    [server, browser] = await Promise.all([
+      startBrowserServer({ localhost: true, env: { SMTP_URL: mailbox.url } }),
+      launchBrowser(),
+    ]);
+    inbox = smtpInbox(mailbox);
+  });
+  after(async () => {
+    await browser?.close();
+    await server?.close();
+    await mailbox?.close();
+  });
+
+  /** Violations found on the pages of one test, as lines of a report. */
+  let found: string[] = [];
+
+  /** Runs axe on the page as it is, at both widths; records what it finds under `name`. */
+  async function audit(page: Page, name: string) {
+    for (const [width, viewport] of [
+      ['phone', PHONE],
+      ['desktop', DESKTOP],
+    ] as const) {
+      await page.setViewportSize(viewport);
+      const { violations } = await new AxeBuilder({ page })
+        .withTags(process.env.AXE_TAGS ? process.env.AXE_TAGS.split(',') : WCAG_TAGS)
+        .setLegacyMode(true)
+        .analyze();
+      for (const violation of violations)
+        found.push(
+          `${name} (${width}): ${violation.id}: ${violation.help}\n${violation.nodes
+            .map((node) => `    ${node.target.join(' ')}: ${node.failureSummary?.replace(/\s+/g, ' ') ?? ''}`)
+            .join('\n')}`,
+        );
+    }
+    await page.setViewportSize(DESKTOP);
+  }
+
+  function assertNoViolations() {
+    const report = found;
+    found = [];
+    assert.equal(report.length, 0, `axe found ${report.length} violations:\n${report.join('\n')}`);
+  }
+
+  const click = (page: Page, name: string) => clickAndLoad(page, page.getByRole('button', { name, exact: true }));
+
+  async function fillAndClick(page: Page, fields: Record<string, string>, button: string) {
+    for (const [label, value] of Object.entries(fields)) await page.getByLabel(label, { exact: true }).fill(value);
+    return click(page, button);
+  }
+
+  async function signIn(page: Page, account: { username: string; password: string }, secret?: string) {
+    await page.goto(`${server.url}/account/sign-in`);
+    await fillAndClick(page, { 'Username or email': account.username, Password: account.password }, 'Sign in');
+    if (secret) await fillAndClick(page, { 'Verification code': totpCode(secret) }, 'Verify');
+    await page.getByRole('heading', { name: 'Your account' }).waitFor();
+  }
+
+  test('pages of a visitor: home, sign-in, device, not found, expired link, spawn codes', async () => {
+    await withPage(browser, {}, async (page) => {
+      await page.goto(server.url);
+      await audit(page, 'home');
+      await page.goto(`${server.url}/account/sign-in`);
+      await audit(page, 'sign-in');
+      assert.equal(
+        (
+          await fillAndClick(page, { 'Username or email': 'nobody-here', Password: 'wrong password' }, 'Sign in')
+        ).status(),
+        401,
+      );
+      await audit(page, 'sign-in, wrong password');
+      await page.goto(`${server.url}/account/sign-in?signed_out=1`);
+      await audit(page, 'sign-in, signed out');
+      await page.goto(`${server.url}/device`);
+      await audit(page, 'device');
+      assert.equal((await fillAndClick(page, { Code: 'BCDF-GHJK' }, 'Continue')).status(), 400);
+      await audit(page, 'device, unknown code');
+      assert.equal((await page.goto(`${server.url}/account/nope`))?.status(), 404);
+      await audit(page, 'not found');
+      assert.equal((await page.goto(`${server.url}/account/verify?token=${'x'.repeat(43)}`))?.status(), 410);
+      await audit(page, 'expired link');
+      await page.goto(`${server.url}/spawn`);
+      await audit(page, 'spawn codes');
+    });
+    assertNoViolations();
+  });
+
+  test('sign-up and password reset, each step, with its errors; the link page; "password changed"', async () => {
+    const email = newAddress('axe');
+    await withPage(browser, {}, async (page) => {
+      await page.goto(`${server.url}/account/sign-up`);
+      await audit(page, 'sign-up: address');
+      assert.equal((await fillAndClick(page, { 'E-mail address': 'a..b@example.com' }, 'Send the code')).status(), 400);
+      await audit(page, 'sign-up: address refused');
+      assert.equal((await fillAndClick(page, { 'E-mail address': email }, 'Send the code')).status(), 303);
+      const mail = await inbox.next(email);
+      await audit(page, 'sign-up: code');
+      assert.equal((await fillAndClick(page, { 'Code from the e-mail': '000000' }, 'Confirm')).status(), 400);
+      await audit(page, 'sign-up: wrong code');
+      // The link in the mail opens a page with one button (the same step as the code).
+      await page.goto(`${server.url}${mail.link}`);
+      await audit(page, 'verify link');
+      await page.goto(`${server.url}/account/sign-up`);
+      assert.equal((await fillAndClick(page, { 'Code from the e-mail': mail.code! }, 'Confirm')).status(), 303);
+      await audit(page, 'sign-up: details');
+      const username = `axe${Date.now().toString(36)}`;
+      assert.equal(
+        (await fillAndClick(page, { Username: username, Password: 'password' }, 'Create the account')).status(),
+        400,
+      );
+      await audit(page, 'sign-up: password refused');
+      await fillAndClick(page, { Username: username, Password: STRONG_PASSWORD }, 'Create the account');
+      await page.getByRole('heading', { name: 'Your account' }).waitFor();
+    });
+
+    const account = await newAccount(server);
+    await withPage(browser, {}, async (page) => {
+      await page.goto(`${server.url}/account/forgot`);
+      await audit(page, 'reset: address');
+      assert.equal((await fillAndClick(page, { 'E-mail address': account.email }, 'Send the code')).status(), 303);
+      const mail = await inbox.next(account.email);
+      await audit(page, 'reset: code');
+      assert.equal((await click(page, 'Send the code again')).status(), 303);
+      const again = await inbox.next(account.email);
+      await audit(page, 'reset: code sent again');
+      assert.equal((await fillAndClick(page, { 'Code from the e-mail': again.code! }, 'Confirm')).status(), 303);
+      assert.notEqual(mail.code, again.code);
+      await audit(page, 'reset: new password');
+      assert.equal((await fillAndClick(page, { 'New password': 'password' }, 'Change the password')).status(), 400);
+      await audit(page, 'reset: password refused');
+      assert.equal(
+        (await fillAndClick(page, { 'New password': STRONG_PASSWORD }, 'Change the password')).status(),
+        200,
+      );
+      await page.getByRole('heading', { name: 'Your password was changed' }).waitFor();
+      await audit(page, 'password changed');
+    });
+    assertNoViolations();
+  });
+
+  test('signing in to an application: sign-in, two-step code, consent', async () => {
+    const secret = newTotpSecret();
+    const account = await newAccount(server, { totpSecret: secret });
+    const app = await newApp(server, { name: 'Axe Test App' });
+    const { challenge } = pkcePair();
+    const query = new URLSearchParams({
+      response_type: 'code',
+      client_id: app.clientId,
+      redirect_uri: REDIRECT_URI,
+      scope: 'common users:read',
+      state: 'st4te',
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
+    });
+    await awayFromStepEdge();
+    await withPage(browser, {}, async (page) => {
+      await page.goto(`${server.url}/v4/login?${query}`);
+      await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+      await audit(page, 'login: sign-in');
+      await fillAndClick(page, { 'Username or email': account.username, Password: account.password }, 'Sign in');
+      await page.getByRole('heading', { name: 'Two-step verification' }).waitFor();
+      await audit(page, 'login: two-step code');
+      assert.equal((await fillAndClick(page, { 'Verification code': '000000' }, 'Verify')).status(), 401);
+      await audit(page, 'login: wrong two-step code');
+      await fillAndClick(page, { 'Verification code': totpCode(secret) }, 'Verify');
+      await page.getByRole('button', { name: 'Allow' }).waitFor();
+      await audit(page, 'login: consent');
+    });
+    assertNoViolations();
+  });
+
+  test('the account page, backup codes, developer applications, confirmations, re-authentication', async () => {
+    const account = await newAccount(server);
+    await withPage(browser, {}, async (page) => {
+      await signIn(page, account);
+      await audit(page, 'account, two-step off');
+      assert.equal(
+        (
+          await fillAndClick(
+            page,
+            { 'Current password': 'not the password', 'New password': STRONG_PASSWORD },
+            'Change password',
+          )
+        ).status(),
+        401,
+      );
+      await audit(page, 'account, password refused');
+      await fillAndClick(
+        page,
+        { 'New e-mail address': newAddress('axe-new'), 'Your password, to confirm it is you': account.password },
+        'Change e-mail address',
+      );
+      await page.locator('#email-pending').waitFor();
+      await audit(page, 'account, e-mail change pending');
+      await page.goto(`${server.url}/account/apps`);
+      await audit(page, 'applications, two-step off');
+
+      await page.goto(`${server.url}/account`);
+      const secret = new URL((await page.locator('#otpauth-uri').textContent())!).searchParams.get('secret')!;
+      await awayFromStepEdge();
+      await fillAndClick(page, { 'Code from the app': totpCode(secret) }, 'Turn on two-step verification');
+      assert.match(page.url(), /\/account\/backup-codes/);
+      await audit(page, 'backup codes');
+      await page.locator('#saved-backup-codes').check();
+      await Promise.all([page.waitForURL(/done=backup-codes-saved/), page.locator('#backup-codes-saved').click()]);
+      await audit(page, 'account, two-step on');
+
+      await page.goto(`${server.url}/account/apps`);
+      await audit(page, 'applications, none');
+      await page.locator('input[name=name]').fill('Axe App');
+      await page.locator('textarea[name=redirect_uri]').fill('http://not-https.example/callback');
+      assert.equal((await click(page, 'Register application')).status(), 400);
+      await audit(page, 'applications, form refused');
+      await page.locator('input[name=website]').fill('https://axe-app.example');
+      await page
+        .locator('textarea[name=redirect_uri]')
+        .fill(`https://axe-app.example/callback/${'a-long-path-segment-'.repeat(6)}`);
+      await page.locator('input[name=confidential]').check();
+      assert.equal((await click(page, 'Register application')).status(), 200);
+      await page.locator('#client-secret').waitFor();
+      await audit(page, 'application credentials');
+      await page.goto(`${server.url}/account/apps`);
+      await audit(page, 'applications, one');
+      await page.getByRole('link', { name: 'Edit Axe App' }).click();
+      await page
+        .getByRole('heading', { name: /Axe App/ })
+        .first()
+        .waitFor();
+      await audit(page, 'application edit');
+      await page.goto(`${server.url}/account/apps`);
+      await click(page, 'New secret for Axe App');
+      await page.locator('#confirm-button').waitFor();
+      await audit(page, 'confirm new secret');
+      await page.goto(`${server.url}/account/apps`);
+      await click(page, 'Delete Axe App');
+      await page.locator('#confirm-button').waitFor();
+      await audit(page, 'confirm delete application');
+
+      // Signed in 11 minutes ago: a deletion asks to prove it is you first.
+      await server.app.database.db
+        .updateTable('web_sessions')
+        .set({ created_at: Date.now() - 11 * 60_000 })
+        .where('user_id', '=', account.userId)
+        .execute();
+      await page.goto(`${server.url}/account/apps`);
+      await click(page, 'Delete Axe App');
+      await page.getByRole('heading', { name: 'Confirm it is you' }).waitFor();
+      await audit(page, 're-authentication');
+      await page.getByLabel('Password', { exact: true }).fill('wrong password here');
+      await page.getByLabel('Two-step code').fill(totpCode(secret, Date.now() + TOTP_STEP_MS));
+      assert.equal((await click(page, 'Confirm and continue')).status(), 401);
+      await audit(page, 're-authentication, refused');
+    });
+    assertNoViolations();
+  });
+
+  test('passkeys: the account page with one, its removal confirmation, the sign-in page offering them', async () => {
+    const account = await newAccount(server);
+    await withPage(browser, {}, async (page) => {
+      const cdp = await page.context().newCDPSession(page);
+      await cdp.send('WebAuthn.enable');
+      await cdp.send('WebAuthn.addVirtualAuthenticator', {
+        options: {
+          protocol: 'ctap2',
+          transport: 'internal',
+          hasResidentKey: true,
+          hasUserVerification: true,
+          isUserVerified: true,
+          automaticPresenceSimulation: true,
+        },
+      });
+      await signIn(page, account);
+      await page.getByLabel('Name of the new passkey (optional)').fill('Laptop');
+      await Promise.all([page.waitForURL(/done=passkey-added/), page.locator('#passkey-add').click()]);
+      await page.locator('#passkey-list').waitFor();
+      await audit(page, 'account, with a passkey');
+      await click(page, 'Remove the passkey Laptop');
+      await page.locator('#confirm-button').waitFor();
+      await audit(page, 'confirm passkey removal');
+      await page.goto(`${server.url}/account`);
+      await click(page, 'Sign out');
+      await page.locator('#passkey-sign-in').waitFor();
+      await audit(page, 'sign-in with a passkey offered');
+    });
+    assertNoViolations();
+  });
+});
