@@ -7,11 +7,21 @@
  * passkeys are offered) and one browser for all.
  */
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import AxeBuilder from '@axe-core/playwright';
 import type { Browser, Page } from 'playwright-core';
 import { newTotpSecret, totpCode } from '../../src/accounts/totp.ts';
-import { clickAndLoad, DESKTOP, launchBrowser, PHONE, startBrowserServer, withPage } from '../helpers/browser.ts';
+import {
+  clickAndLoad,
+  DESKTOP,
+  launchBrowser,
+  PHONE,
+  SCREENSHOT_DIR,
+  startBrowserServer,
+  withPage,
+} from '../helpers/browser.ts';
 import { type Mailbox, startMailbox } from '../helpers/mail.ts';
 import { newAccount, newApp, pkcePair, REDIRECT_URI } from '../helpers/oauth.ts';
 import { type Inbox, newAddress, STRONG_PASSWORD, smtpInbox } from '../helpers/self-service.ts';
@@ -49,7 +59,7 @@ describe('accessibility of every page (axe-core, WCAG 2.2 AA) at phone and deskt
    * where it is not meant to; records what it finds under `name`. (Legacy mode runs axe in the
    * page itself: these pages have no frames, and it saves the blank page axe opens otherwise.)
    */
-  async function audit(page: Page, name: string) {
+  async function audit(page: Page, name: string, options: { screenshot?: string } = {}) {
     for (const [width, viewport] of [
       ['phone', PHONE],
       ['desktop', DESKTOP],
@@ -66,6 +76,10 @@ describe('accessibility of every page (axe-core, WCAG 2.2 AA) at phone and deskt
         const { scrollWidth, split } = await page.evaluate(splitWords);
         if (scrollWidth > PHONE.width) found.push(`${name} (phone): the page scrolls sideways (${scrollWidth} px)`);
         for (const word of split) found.push(`${name} (phone): "${word}" is split across lines, yet fits on one`);
+        if (options.screenshot) {
+          mkdirSync(SCREENSHOT_DIR, { recursive: true });
+          await page.screenshot({ path: `${SCREENSHOT_DIR}/${options.screenshot}-phone.png`, fullPage: true });
+        }
       }
     }
     await page.setViewportSize(DESKTOP);
@@ -92,6 +106,39 @@ describe('accessibility of every page (axe-core, WCAG 2.2 AA) at phone and deskt
   }
 
   test('pages of a visitor: home, sign-in, device, not found, expired link, spawn codes', async () => {
+    // A mod with an engram whose spawn command (a long path) is shown on its spawn-code page.
+    const owner = await newAccount(server);
+    const modId = String(900_000_000 + process.pid);
+    const now = Date.now();
+    const path = '/Game/Mods/AxeTestMod/Saddles/PrimalItemArmor_AxeTestSaddle.PrimalItemArmor_AxeTestSaddle';
+    const db = server.app.database.db;
+    await db
+      .insertInto('mods')
+      .values({
+        mod_id: modId,
+        user_id: owner.userId,
+        name: 'Axe Test Mod',
+        confirmed: 1,
+        confirmation_code: 'axe',
+        pull_url: null,
+        created_at: now,
+      })
+      .execute();
+    await db
+      .insertInto('engrams')
+      .values({
+        uid: createHash('md5').update(path.toLowerCase()).digest('hex'),
+        path,
+        class: 'PrimalItemArmor_AxeTestSaddle_C',
+        label: 'Axe Test Saddle',
+        availability: 1,
+        can_blueprint: 1,
+        mod_id: modId,
+        user_id: owner.userId,
+        created_at: now,
+        updated_at: now,
+      })
+      .execute();
     await withPage(browser, {}, async (page) => {
       await page.goto(server.url);
       await audit(page, 'home');
@@ -114,8 +161,11 @@ describe('accessibility of every page (axe-core, WCAG 2.2 AA) at phone and deskt
       await audit(page, 'not found');
       assert.equal((await page.goto(`${server.url}/account/verify?token=${'x'.repeat(43)}`))?.status(), 410);
       await audit(page, 'expired link');
-      await page.goto(`${server.url}/spawn`);
-      await audit(page, 'spawn codes');
+      assert.equal((await page.goto(`${server.url}/spawn`))?.status(), 400);
+      await audit(page, 'spawn codes, no mod id');
+      await page.goto(`${server.url}/spawn?mod_id=${modId}`);
+      await page.getByRole('cell', { name: 'Axe Test Saddle' }).waitFor();
+      await audit(page, 'spawn codes', { screenshot: 'wrap-spawn-codes' });
     });
     assertNoViolations();
   });
@@ -129,7 +179,7 @@ describe('accessibility of every page (axe-core, WCAG 2.2 AA) at phone and deskt
       await audit(page, 'sign-up: address refused');
       assert.equal((await fillAndClick(page, { 'E-mail address': email }, 'Send the code')).status(), 303);
       const mail = await inbox.next(email);
-      await audit(page, 'sign-up: code');
+      await audit(page, 'sign-up: code', { screenshot: 'wrap-long-address' });
       assert.equal((await fillAndClick(page, { 'Code from the e-mail': '000000' }, 'Confirm')).status(), 400);
       await audit(page, 'sign-up: wrong code');
       // The link in the mail opens a page with one button (the same step as the code).
@@ -253,9 +303,9 @@ describe('accessibility of every page (axe-core, WCAG 2.2 AA) at phone and deskt
       await page.locator('input[name=confidential]').check();
       assert.equal((await click(page, 'Register application')).status(), 200);
       await page.locator('#client-secret').waitFor();
-      await audit(page, 'application credentials');
+      await audit(page, 'application credentials', { screenshot: 'wrap-credentials' });
       await page.goto(`${server.url}/account/apps`);
-      await audit(page, 'applications, one');
+      await audit(page, 'applications, one', { screenshot: 'wrap-applications' });
       await page.getByRole('link', { name: 'Edit Axe App' }).click();
       await page
         .getByRole('heading', { name: /Axe App/ })
@@ -324,7 +374,7 @@ describe('accessibility of every page (axe-core, WCAG 2.2 AA) at phone and deskt
 });
 
 /**
- * Runs in the page: the words (runs of text between spaces and hyphens) split across lines although
+ * Runs in the page: the words (runs of text between spaces and after hyphens, where lines may break) split across lines although
  * they are narrower than their line, and the page's scroll width. Prose breaks between words; an id,
  * a secret, a URL or an address breaks inside only where it is wider than the line, never in a
  * place where it would have fit on the next one.
@@ -340,7 +390,7 @@ function splitWords(): { scrollWidth: number; split: string[] } {
     if (!box) continue;
     const style = getComputedStyle(box);
     const line = box.clientWidth - Number.parseFloat(style.paddingLeft) - Number.parseFloat(style.paddingRight);
-    for (const word of text.data.matchAll(/[^\s\-\u2010-\u2014/]+/g)) {
+    for (const word of text.data.matchAll(/[^\s\-\u2010-\u2014]+/g)) {
       const range = document.createRange();
       range.setStart(text, word.index);
       range.setEnd(text, word.index + word[0].length);
