@@ -266,3 +266,42 @@ export const userInfoSchema = {
     403: oauthError,
   },
 };
+
+const htmlPage = (description: string) => ({ description, content: { 'text/html': { schema: Type.String() } } });
+const logoutParams = params({
+  id_token_hint: 'An ID token this server issued to the application; names the browser sign-in to end',
+  client_id: 'The application asking (needed with post_logout_redirect_uri when there is no id_token_hint)',
+  post_logout_redirect_uri: "Where to send the browser afterwards; one of the application's registered ones, exactly",
+  state: 'Random value, returned unchanged to post_logout_redirect_uri',
+});
+const logoutResponses = {
+  200: htmlPage('The confirmation page (when no valid id_token_hint names this browser), or "You are signed out"'),
+  303: Type.Null({ description: 'Signed out: to post_logout_redirect_uri with state' }),
+  400: htmlPage(
+    'A forged, expired or foreign id_token_hint, or an unregistered post_logout_redirect_uri: an error page',
+  ),
+};
+
+/**
+ * RP-initiated logout (OpenID Connect RP-Initiated Logout 1.0): a browser page, so its errors are
+ * pages too. Its parameters are described for the document only (http/openapi.ts): the page reads
+ * them itself and answers a repeated or missing one with its own error page.
+ */
+export const logoutSchemas = {
+  get: {
+    tags: ['Login'],
+    operationId: 'logout',
+    security: [],
+    summary: 'End the browser sign-in and its sessions with the application (RP-initiated logout)',
+    'x-document-query': logoutParams,
+    response: logoutResponses,
+  },
+  post: {
+    tags: ['Login'],
+    operationId: 'logoutByForm',
+    security: [],
+    summary: 'RP-initiated logout by form post; logout=yes with _csrf is the confirmation page',
+    'x-document-body': logoutParams,
+    response: logoutResponses,
+  },
+};

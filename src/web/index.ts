@@ -5,6 +5,7 @@ import helmet from '@fastify/helmet';
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { apiErrorForThrown, sendError } from '../http/error-handler.ts';
 import { accountPages } from './account-pages.ts';
+import { adminConsole } from './admin/index.ts';
 import { appsPages } from './apps-pages.ts';
 import { assetRoutes } from './assets.ts';
 import { devicePages } from './device-pages.ts';
@@ -83,5 +84,6 @@ export async function webPages(web: FastifyInstance): Promise<void> {
   await web.register(reauthRoutes);
   await web.register(passkeySignInRoutes);
   await web.register(selfServicePages);
+  await web.register(adminConsole);
   await web.register(notFoundPages);
 }

@@ -8,6 +8,7 @@ import {
   readLogoutRequest,
   returnAddress,
 } from '../oauth/rp-logout.ts';
+import { logoutSchemas } from '../oauth/schemas.ts';
 import { field, START_PAGE, sendMessage, sendPage } from './pages.ts';
 import { forgetWebSession, readWebSession } from './web-sessions.ts';
 
@@ -63,7 +64,7 @@ export async function logoutPages(web: FastifyInstance): Promise<void> {
     ]);
   }
 
-  web.get<{ Querystring: Record<string, unknown> }>(LOGOUT, async (request, reply) =>
+  web.get<{ Querystring: Record<string, unknown> }>(LOGOUT, { schema: logoutSchemas.get }, async (request, reply) =>
     answer(request, reply, readParams(request.query), false),
   );
 
@@ -72,6 +73,7 @@ export async function logoutPages(web: FastifyInstance): Promise<void> {
   web.post<{ Body: Record<string, unknown> | undefined }>(
     LOGOUT,
     {
+      schema: logoutSchemas.post,
       preHandler: (request, reply, done) => {
         if (field(request.body, 'logout') === 'yes') web.csrfProtection.call(web, request, reply, done);
         else done();

@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import { START_PAGE, sendMessage } from './pages.ts';
 
 /** The paths under which every address is a page a person may open (the API's /v4 and /v1 are not). */
@@ -12,14 +12,17 @@ const PAGE_PREFIXES = ['/account', '/login', '/device', '/spawn'] as const;
  */
 export async function notFoundPages(web: FastifyInstance): Promise<void> {
   for (const prefix of PAGE_PREFIXES) {
-    web.get(`${prefix}/*`, { config: { unknownPaths: true } }, async (_request, reply) =>
-      sendMessage(
-        reply,
-        'Page not found',
-        'There is no page at this address. It may be mistyped, or out of date.',
-        404,
-        [{ href: '/account', text: 'Go to your account' }, START_PAGE],
-      ),
-    );
+    web.get(`${prefix}/*`, { config: { unknownPaths: true } }, async (_request, reply) => sendNotFoundPage(reply));
   }
+}
+
+/** The 404 page in the service's look, with the way on. */
+export function sendNotFoundPage(reply: FastifyReply): FastifyReply {
+  return sendMessage(
+    reply,
+    'Page not found',
+    'There is no page at this address. It may be mistyped, or out of date.',
+    404,
+    [{ href: '/account', text: 'Go to your account' }, START_PAGE],
+  );
 }
