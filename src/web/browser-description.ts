@@ -1,33 +1,37 @@
+import Bowser from 'bowser';
+
 /**
- * How the account page names a browser sign-in: the device and browser read from its User-Agent,
- * and where it came from as its network (no location database is used, so no place is named).
- * A short list of rules, not a full parser: the names only help a person tell their browsers apart.
+ * How the account page names a browser sign-in: the device and browser read from its User-Agent
+ * (by bowser), and where it came from as its network (no location database is used, so no place
+ * is named). The names only help a person tell their browsers apart.
  */
 
-/** Browsers in the order their tokens must be tested: each later one's token appears in earlier ones' strings. */
-const BROWSERS: readonly [RegExp, string][] = [
-  [/\bEdg(?:e|A|iOS)?\/(\d+)/, 'Edge'],
-  [/\b(?:OPR|OPiOS)\/(\d+)/, 'Opera'],
-  [/\bSamsungBrowser\/(\d+)/, 'Samsung Internet'],
-  [/\bVivaldi\/(\d+)/, 'Vivaldi'],
-  [/\b(?:Firefox|FxiOS)\/(\d+)/, 'Firefox'],
-  [/\bCriOS\/(\d+)/, 'Chrome'],
-  [/\bChromium\/(\d+)/, 'Chromium'],
-  [/\b(?:Headless)?Chrome\/(\d+)/, 'Chrome'],
-  [/\bVersion\/(\d+)(?:\.\d+)*(?: Mobile\/\w+)? Safari\//, 'Safari'],
-];
+/** Shorter names than bowser's for the browsers whose full names crowd a phone's row. */
+const BROWSER_NAMES: ReadonlyMap<string, string> = new Map([
+  ['Microsoft Edge', 'Edge'],
+  ['Samsung Internet for Android', 'Samsung Internet'],
+]);
 
-/** Devices by their system's token, in the same kind of order (an iPad's string names Mac OS X, Android's Linux). */
-const DEVICES: readonly [RegExp, string][] = [
-  [/\biPhone\b/, 'iPhone'],
-  [/\biPad\b/, 'iPad'],
-  [/\bAndroid\b.*\bMobile\b/, 'Android phone'],
-  [/\bAndroid\b/, 'Android tablet'],
-  [/\bCrOS\b/, 'Chromebook'],
-  [/\bWindows\b/, 'Windows computer'],
-  [/\bMacintosh\b|\bMac OS X\b/, 'Mac'],
-  [/\bLinux\b|\bX11\b/, 'Linux computer'],
-];
+/** How a person calls the device, by its system (and, for Apple's and Android's, its kind). */
+function deviceName(parser: Bowser.Parser.Parser): string {
+  const platform = parser.getPlatform();
+  switch (parser.getOSName()) {
+    case 'iOS':
+      return platform.model === 'iPad' || platform.type === 'tablet' ? 'iPad' : 'iPhone';
+    case 'Android':
+      return platform.type === 'tablet' ? 'Android tablet' : 'Android phone';
+    case 'Chrome OS':
+      return 'Chromebook';
+    case 'Windows':
+      return 'Windows computer';
+    case 'macOS':
+      return 'Mac';
+    case 'Linux':
+      return 'Linux computer';
+    default:
+      return 'Unknown device';
+  }
+}
 
 export interface BrowserDescription {
   /** e.g. "Firefox 128", or the first product named ("curl"), or "Unknown browser". */
@@ -37,22 +41,18 @@ export interface BrowserDescription {
 }
 
 export function describeBrowser(userAgent: string | null): BrowserDescription {
-  const ua = userAgent ?? '';
+  const ua = userAgent?.trim() ?? '';
+  if (ua === '') return { browser: 'Unknown browser', device: 'Unknown device' };
+  const parser = Bowser.getParser(ua);
+  const { name, version } = parser.getBrowser();
   let browser = 'Unknown browser';
-  for (const [pattern, name] of BROWSERS) {
-    const match = pattern.exec(ua);
-    if (match) {
-      browser = `${name} ${match[1]}`;
-      break;
-    }
-  }
-  // A program rather than a browser (curl, a script): its own product name, without "Mozilla".
-  if (browser === 'Unknown browser') {
+  if (name) browser = [BROWSER_NAMES.get(name) ?? name, version?.split('.')[0]].filter(Boolean).join(' ');
+  else {
+    // A program rather than a browser (curl, a script): its own product name, without "Mozilla".
     const product = /^([A-Za-z][\w.-]{0,39})\//.exec(ua)?.[1];
     if (product && product !== 'Mozilla') browser = product;
   }
-  const device = DEVICES.find(([pattern]) => pattern.test(ua))?.[1] ?? 'Unknown device';
-  return { browser, device };
+  return { browser, device: deviceName(parser) };
 }
 
 /**
