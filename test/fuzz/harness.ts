@@ -328,8 +328,8 @@ const OAUTH_ENDPOINTS = new Set([
   'GET /v4/userinfo',
   'POST /v4/userinfo',
 ]);
-/** Server-rendered pages: their errors are HTML pages (RP-initiated logout is one too). */
-const PAGE_PREFIXES = ['/login/', '/device', '/account', '/spawn', '/assets/', '/v4/logout'];
+/** Server-rendered pages: their errors are HTML pages (RP-initiated logout and the operator console are too). */
+const PAGE_PREFIXES = ['/login/', '/device', '/account', '/spawn', '/assets/', '/v4/logout', '/admin/'];
 
 /**
  * The failures in one answer: a 5xx, missing X-Request-Id or nosniff, a body on a HEAD answer,
@@ -346,7 +346,7 @@ export function problemsOf(method: string, path: string, answer: RawAnswer, head
   const bodylessOverflow = answer.status === 431 && answer.body.length === 0 && headBytes > 64 * 1024;
   if (answer.status >= 400 && method !== 'HEAD' && !bodylessOverflow) {
     const type = String(answer.headers['content-type'] ?? '');
-    const isPage = pathname === '/' || PAGE_PREFIXES.some((prefix) => pathname.startsWith(prefix));
+    const isPage = pathname === '/' || pathname === '/admin' || PAGE_PREFIXES.some((prefix) => pathname.startsWith(prefix));
     if (isPage && type.startsWith('text/html')) return problems;
     if (!type.startsWith('application/json')) {
       problems.push(`error with Content-Type ${JSON.stringify(type)}`);
