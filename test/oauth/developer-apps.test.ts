@@ -691,6 +691,67 @@ describe('the pages of /account/apps', () => {
     assert.equal(kinds.filter((kind) => kind === 'application_updated').length, 3);
   });
 
+  test('OpenID Connect fields: post-logout redirect URIs, the back-channel URI and the ID token algorithm are stored, shown on edit, and bad ones refused next to their inputs', async () => {
+    const { browser } = await developer();
+    const oidcFields = {
+      post_logout_redirect_uri: 'https://maps.example/bye\nhttp://127.0.0.1:9/bye',
+      backchannel_logout_uri: 'https://maps.example/backchannel',
+      id_token_signed_response_alg: 'ES256',
+    };
+    const created = await createApp(browser, {
+      name: 'Logout Maker',
+      redirect_uri: CALLBACK,
+      scope: ['common', 'openid'],
+      ...oidcFields,
+    });
+    assert.equal(created.status, 200, created.text);
+    const clientId = elementText(created.text, 'client-id')!;
+    const stored = () =>
+      server.app.database.db
+        .selectFrom('applications')
+        .select(['post_logout_redirect_uris', 'backchannel_logout_uri', 'id_token_signed_response_alg'])
+        .where('client_id', '=', clientId)
+        .executeTakeFirstOrThrow();
+    const row = await stored();
+    assert.deepEqual(JSON.parse(row.post_logout_redirect_uris!), [
+      'https://maps.example/bye',
+      'http://127.0.0.1:9/bye',
+    ]);
+    assert.equal(row.backchannel_logout_uri, 'https://maps.example/backchannel');
+    assert.equal(row.id_token_signed_response_alg, 'ES256');
+
+    const editPage = await browser.fetch(`/account/apps/${clientId}`);
+    assert.match(editPage.text, /https:\/\/maps\.example\/bye/);
+    assert.match(editPage.text, /value="https:\/\/maps\.example\/backchannel"/);
+    assert.match(editPage.text, /value="ES256" selected/);
+    const csrf = csrfOf(editPage.text, `/account/apps/${clientId}`);
+    const base = { name: 'Logout Maker', redirect_uri: CALLBACK, scope: ['common', 'openid'], ...oidcFields };
+    for (const [input, bad, message] of [
+      ['post-logout-redirect-uri', { post_logout_redirect_uri: 'https://maps.example/#x' }, /fragment/],
+      ['post-logout-redirect-uri', { post_logout_redirect_uri: 'http://maps.example/bye' }, /https/],
+      ['backchannel-logout-uri', { backchannel_logout_uri: 'http://maps.example/bc' }, /https/],
+      ['backchannel-logout-uri', { backchannel_logout_uri: `https://maps.example/${'x'.repeat(3000)}` }, /at most/],
+      ['id-token-alg', { id_token_signed_response_alg: 'none' }, /RS256, ES256/],
+      ['id-token-alg', { id_token_signed_response_alg: 'HS256' }, /RS256, ES256/],
+    ] as const) {
+      const refused = await postForm(browser, `/account/apps/${clientId}`, csrf, { ...base, ...bad });
+      assert.equal(refused.status, 400, `${JSON.stringify(bad)}: ${refused.status}`);
+      assert.match(elementText(refused.text, `${input}-error`) ?? '', message, JSON.stringify(bad));
+      assert.deepEqual(await stored(), row, 'a refused edit changes nothing');
+    }
+    const saved = await postForm(browser, `/account/apps/${clientId}`, csrf, {
+      ...base,
+      post_logout_redirect_uri: '',
+      backchannel_logout_uri: '',
+      id_token_signed_response_alg: 'EdDSA',
+    });
+    assert.equal(saved.status, 303, saved.text);
+    const cleared = await stored();
+    assert.deepEqual(JSON.parse(cleared.post_logout_redirect_uris ?? '[]'), []);
+    assert.equal(cleared.backchannel_logout_uri, null);
+    assert.equal(cleared.id_token_signed_response_alg, 'EdDSA');
+  });
+
   test(`at most ${MAX_APPLICATIONS_PER_USER} applications, even under a burst of simultaneous creates`, async () => {
     const { account, browser } = await developer();
     const page = await browser.fetch('/account/apps');
