@@ -9,6 +9,7 @@
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import { after, before, describe, test } from 'node:test';
+import { decodeJwt } from 'jose';
 import type { Browser, BrowserContext, BrowserContextOptions, CDPSession, Page } from 'playwright-core';
 import { newTotpSecret, totpCode } from '../../src/accounts/totp.ts';
 import { checkLayoutAndCapture, launchBrowser, startBrowserServer, watchPage } from '../helpers/browser.ts';
@@ -157,12 +158,12 @@ describe('passkeys in a real browser', () => {
     return { account, secret, credential, tab };
   }
 
-  function loginUrl(clientId: string, challenge: string, state: string) {
+  function loginUrl(clientId: string, challenge: string, state: string, scope = SCOPE) {
     const query = new URLSearchParams({
       response_type: 'code',
       client_id: clientId,
       redirect_uri: REDIRECT_URI,
-      scope: SCOPE,
+      scope,
       state,
       code_challenge: challenge,
       code_challenge_method: 'S256',
@@ -237,15 +238,19 @@ describe('passkeys in a real browser', () => {
     return response;
   }
 
-  test('signing in to an application with the passkey, in a fresh browser holding it: no password, no two-step code, then consent and a token', async () => {
+  test('signing in to an application with the passkey, in a fresh browser holding it: no password, no two-step code, then consent, a token and an ID token saying pop and mfa', async () => {
     const { account, credential, tab: added } = await accountWithPasskey('Phone');
     await closeTab(added);
-    const app = await newApp(server, { redirectUris: [REDIRECT_URI], name: 'Passkey Test App' });
+    const app = await newApp(server, {
+      redirectUris: [REDIRECT_URI],
+      name: 'Passkey Test App',
+      scopes: ['common', 'users:read', 'openid'],
+    });
     const { verifier, challenge } = pkcePair();
     const succeededBefore = await metric('passkey_sign_ins_total', 'outcome="succeeded"');
     const tab = await newTab([credential], { autofill: false });
     const { page } = tab;
-    await page.goto(loginUrl(app.clientId, challenge, 'pk-state'));
+    await page.goto(loginUrl(app.clientId, challenge, 'pk-state', `${SCOPE} openid`));
     assert.equal(await page.locator('#username').getAttribute('autocomplete'), 'username webauthn');
     await page.locator('#passkey-sign-in').waitFor({ state: 'visible' });
     await checkLayoutAndCapture(page, 'passkeys-sign-in');
@@ -274,6 +279,10 @@ describe('passkeys in a real browser', () => {
       headers: { authorization: `Bearer ${tokens.body.access_token}` },
     });
     assert.equal(me.body.userId, account.userId);
+    // RFC 8176: a passkey is proof of possession of a key, and with its user verification two factors.
+    const idToken = decodeJwt(tokens.body.id_token);
+    assert.equal(idToken.sub, account.userId);
+    assert.deepEqual(idToken.amr, ['pop', 'mfa']);
     const [event] = await eventsOf(account.userId, 'sign_in_succeeded').then((events) =>
       events.filter((e) => e.details.method === 'passkey'),
     );
