@@ -243,6 +243,9 @@ export const jwksSchema = {
         Type.Object({ kid: Type.String(), alg: Type.String(), use: Type.String() }, { additionalProperties: true }),
       ),
     }),
+    400: Type.Object(oauthError.properties, {
+      description: 'A repeated query parameter or a NUL in the request (invalid_request)',
+    }),
   },
 };
 
