@@ -39,18 +39,22 @@ after(() => server.close());
 type Shape = 'api' | 'oauth' | 'page';
 
 /** The OAuth endpoints answer RFC 6749 bodies (docs/api.md, Conventions). */
-const OAUTH_PATHS = new Set(['/v4/login', '/v4/device', '/v4/revoke', '/v4/introspect']);
+const OAUTH_PATHS = new Set(['/v4/login', '/v4/device', '/v4/revoke', '/v4/introspect', '/v4/userinfo']);
+/** RP-initiated logout is a browser page: its errors are pages. */
+const PAGE_PATHS = new Set(['/v4/logout']);
 /** The passkey endpoints of the pages answer JSON in the API's shape, which the page script shows. */
 const JSON_PAGE_PATHS = new Set([
   '/passkeys/sign-in-options',
   '/login/:interaction/passkey',
   '/account/sign-in/passkey',
+  '/account/reauth/passkey',
   '/account/passkeys/options',
   '/account/passkeys',
 ]);
 
 function shapeOf(path: string): Shape {
   if (OAUTH_PATHS.has(path)) return 'oauth';
+  if (PAGE_PATHS.has(path)) return 'page';
   if (path.startsWith('/v1/') || path.startsWith('/v4/') || JSON_PAGE_PATHS.has(path)) return 'api';
   return 'page';
 }
@@ -62,6 +66,8 @@ interface BodyRoute {
   /** The pattern with its parameters filled in. */
   path: string;
   shape: Shape;
+  /** 413, or the 404 page of the operator console, whose gate refuses a stranger before the body. */
+  status: 413 | 404;
   headers: () => Record<string, string>;
 }
 
@@ -72,7 +78,7 @@ function bodyRoutes(): BodyRoute[] {
     for (const method of route.methods) {
       if (!['POST', 'PUT', 'PATCH', 'DELETE'].includes(method)) continue;
       const pattern = route.path;
-      const path = pattern.replace(/:(\w+)/g, () => randomUUID());
+      const path = pattern.replace(/:(\w+)/g, () => randomUUID()).replace(/\/?\*$/, '/anything');
       const shape = shapeOf(pattern);
       const contentType =
         shape === 'api'
@@ -88,19 +94,19 @@ function bodyRoutes(): BodyRoute[] {
             : {};
         return { ...credentials, 'content-type': contentType };
       };
-      routes.push({ method, pattern, path, shape, headers });
+      routes.push({ method, pattern, path, shape, status: pattern.startsWith('/admin') ? 404 : 413, headers });
     }
   }
   return routes;
 }
 
 function assertRefused(reply: StreamedReply, route: BodyRoute, label: string) {
-  assert.equal(reply.status, 413, `${label}: ${reply.text.slice(0, 300)}`);
+  assert.equal(reply.status, route.status, `${label}: ${reply.text.slice(0, 300)}`);
   assert.equal(reply.headers.connection, 'close', label);
   assert.ok(reply.headers['x-request-id'], label);
   if (route.shape === 'page') {
     assert.match(reply.headers['content-type'] ?? '', /^text\/html/, label);
-    assert.match(reply.text, /1 MiB|larger/, label);
+    assert.match(reply.text, route.status === 404 ? /Page not found/ : /1 MiB|larger/, label);
     return;
   }
   assert.match(reply.headers['content-type'] ?? '', /^application\/json/, label);
@@ -161,8 +167,11 @@ describe('every route that takes a body', () => {
       'POST /device',
       'POST /account/sign-in',
       'POST /account/passkeys/options',
+      'POST /v4/logout',
+      'POST /v4/userinfo',
     ])
       assert.ok(found.has(expected), `${expected} is not among ${[...found].join(', ')}`);
+    assert.ok([...found].some((route) => route.startsWith('POST /admin')), 'the operator console');
   });
 
   for (const size of SIZES) {
