@@ -7,8 +7,22 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
 import { findAccountByLogin } from '../../src/accounts/accounts.ts';
+import {
+  endAllSessions,
+  eraseAccount,
+  type LifecycleContext,
+  lockAccount,
+  makeOperator,
+  removeTwoStep,
+  revokeOperator,
+  sendReset,
+  unlockAccount,
+} from '../../src/accounts/lifecycle.ts';
 import { listSecurityEvents, SECURITY_EVENT_KINDS, type SecurityEvent } from '../../src/accounts/security-events.ts';
 import { newTotpSecret, totpCode } from '../../src/accounts/totp.ts';
+import { createSession } from '../../src/oauth/sessions.ts';
+import { restoreApplication, suspendApplication } from '../../src/oauth/suspension.ts';
+import { accountMailer } from '../../src/web/self-service-support.ts';
 import { codeIn, type Mailbox, startMailbox, verifyLinkIn } from '../helpers/mail.ts';
 import {
   authorize,
@@ -501,6 +515,77 @@ describe('security events', () => {
     const token = /name="token" value="([^"]+)"/.exec(confirm.text)![1]!;
     assert.equal((await signedIn.submitOn(confirm.text, { token }, /\/account\/verify$/)).status, 200);
     await onlyEvent('email_changed', { userId: account!.userId });
+  });
+
+  test("an operator's actions and a person's own data and browsers (the account lifecycle)", async () => {
+    const operator = await newAccount(server, { totpSecret: newTotpSecret() });
+    const ctx: LifecycleContext = {
+      db: server.app.database.db,
+      applicationSessions: server.app.applicationSessions,
+      erasers: server.app.accountErasers,
+      via: 'cli',
+      actorId: null,
+    };
+    assert.deepEqual(await makeOperator(ctx, operator.userId), { kind: 'done' });
+    await onlyEvent('operator_granted', { userId: operator.userId }, null);
+    const asOperator = { ...ctx, via: 'web' as const, actorId: operator.userId };
+    const account = await newAccount(server, { totpSecret: newTotpSecret() });
+    remember('password of the governed account', account.password);
+    // Signed in somewhere, so there are sessions for the operator to end.
+    await createSession(server.app.database.db, {
+      userId: account.userId,
+      clientId: (await newApp(server)).clientId,
+      scope: 'common',
+    });
+    const reason = 'spam reported by three people';
+    for (const [kind, act] of [
+      ['operator_granted', () => makeOperator(asOperator, account.userId)],
+      ['operator_revoked', () => revokeOperator(asOperator, account.userId)],
+      ['sessions_ended_by_operator', () => endAllSessions(asOperator, account.userId)],
+      ['two_step_removed_by_operator', () => removeTwoStep(asOperator, account.userId)],
+      [
+        'reset_sent_by_operator',
+        () =>
+          sendReset(
+            { ...asOperator, send: accountMailer(server.app), links: { baseUrl: server.config.baseUrl } },
+            account.userId,
+          ),
+      ],
+      ['account_locked', () => lockAccount(asOperator, account.userId, reason)],
+      ['account_unlocked', () => unlockAccount(asOperator, account.userId)],
+    ] as const) {
+      assert.deepEqual(await act(), { kind: 'done' }, kind);
+      const event = await onlyEvent(kind, { userId: account.userId }, null);
+      assert.equal(event.details.operator_id, operator.userId, `${kind} names the operator`);
+    }
+    await mailbox.next(account.email); // the reset mail
+
+    const app = await newApp(server, { name: 'Suspended app' });
+    const suspension = { db: server.app.database.db, via: 'cli' as const, operatorId: null };
+    assert.equal(await suspendApplication(suspension, app.clientId), 'done');
+    await onlyEvent('application_suspended', { clientId: app.clientId }, null);
+    assert.equal(await restoreApplication(suspension, app.clientId), 'done');
+    await onlyEvent('application_restored', { clientId: app.clientId }, null);
+
+    // The person: two browsers, one signs the other out; then downloads their data.
+    const person = await newAccount(server);
+    const [first, second] = [new FormClient(server), new FormClient(server)];
+    for (const browser of [first, second])
+      assert.equal(
+        (await browser.submit('/account/sign-in', { username: person.username, password: person.password })).status,
+        303,
+      );
+    const ended = await first.submit('/account', { end_other_browsers: 'all' }, /\/account\/browsers\/others$/);
+    assert.equal(ended.status, 303, ended.text);
+    await onlyEvent('web_session_ended', { userId: person.userId });
+    const data = await first.fetch('/account/data');
+    assert.equal(data.status, 200, data.text);
+    await onlyEvent('data_exported', { userId: person.userId });
+
+    assert.deepEqual(await eraseAccount(asOperator, account.userId), { kind: 'done' });
+    await onlyEvent('account_deleted', { userId: account.userId }, null);
+    const left = JSON.stringify((await events()).filter((e) => e.userId === account.userId));
+    assert.ok(!left.includes(account.username) && !left.includes(account.email), 'erasure leaves only the user id');
   });
 
   test('every kind was seen, and no event or log line holds a secret', async () => {
