@@ -146,7 +146,7 @@ describe('passkey endpoints (BASE_URL on https)', () => {
     });
     assert.equal(signedIn.status, 303);
     const page = await browser.request('GET', '/account');
-    assert.match(page.text, /<h2 id="passkeys-heading">Passkeys<\/h2>/);
+    assert.match(page.text, /<h3 id="passkeys-heading">Passkeys<\/h3>/);
     assert.match(page.text, /You have no passkeys\./);
     assert.match(page.text, /id="passkey-add"/);
     const options = await browser.request('POST', '/account/passkeys/options', { body: '{}' });
