@@ -3,6 +3,7 @@
 // accounts (GET /admin/users?q=…, as a signed-in operator). The data sets are kept between runs (bench/data/ and the
 // bench_million database) because seeding takes a minute or more; they are rebuilt when short.
 import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdirSync, rmSync } from 'node:fs';
 import { sql } from 'kysely';
 import pg from 'pg';
@@ -127,7 +128,10 @@ async function ensureAccounts(databaseUrl: string): Promise<void> {
       .select((eb) => eb.fn.countAll<number>().as('n'))
       .where('email', 'like', `%${ACCOUNT_DOMAIN}`)
       .executeTakeFirstOrThrow();
-    if (Number(n) === ACCOUNTS) return;
+    if (Number(n) === ACCOUNTS) {
+      if (dialectOf(db) === 'postgres') await sql`vacuum analyze users`.execute(db);
+      return;
+    }
     process.stderr.write(`adding ${ACCOUNTS} accounts to ${databaseUrl}…\n`);
     await db.deleteFrom('users').where('email', 'like', `%${ACCOUNT_DOMAIN}`).execute();
     const start = Date.UTC(2020, 0, 1);
@@ -136,7 +140,7 @@ async function ensureAccounts(databaseUrl: string): Promise<void> {
         select gen_random_uuid()::text, ${start}::bigint + i * 1000, substr(md5(i::text), 1, 8) || i,
           'acct' || i || ${ACCOUNT_DOMAIN}
         from generate_series(1, ${ACCOUNTS}::int) as i`.execute(db);
-      await sql`analyze users`.execute(db);
+      await sql`vacuum analyze users`.execute(db);
     } else {
       await sql`with recursive n(i) as (select 1 union all select i + 1 from n where i < ${ACCOUNTS})
         insert into users (user_id, created_at, username, email)
@@ -194,6 +198,8 @@ export async function largeListCases(options: {
   wanted: (name: string) => boolean;
 }): Promise<LargeRow[]> {
   const rows: LargeRow[] = [];
+  // A server on PostgreSQL needs a secrets key; the servers started here inherit this one.
+  process.env.SECRETS_KEY ??= randomBytes(32).toString('base64');
   for (const [label, databaseUrl] of [
     ['SQLite', `sqlite:${SQLITE_PATH}`],
     ['PostgreSQL', POSTGRES_URL],
