@@ -1,10 +1,13 @@
 // The 1,000,000-project cases: a user's list page 1 and page 40, filtered by title and sorted by
-// it, on SQLite and on PostgreSQL. The data sets are kept between runs (bench/data/ and the
+// it, on SQLite and on PostgreSQL; and the operator console's account search among 1,000,000
+// accounts (GET /admin/users?q=…, as a signed-in operator). The data sets are kept between runs (bench/data/ and the
 // bench_million database) because seeding takes a minute or more; they are rebuilt when short.
 import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdirSync, rmSync } from 'node:fs';
 import { sql } from 'kysely';
 import pg from 'pg';
+import { createWebSession } from '../src/accounts/web-sessions.ts';
 import { loadConfig } from '../src/config.ts';
 import { openDatabase } from '../src/db/connection.ts';
 import { dialectOf } from '../src/db/dialect.ts';
@@ -106,6 +109,83 @@ async function tokenOfASeededUser(databaseUrl: string): Promise<string> {
   }
 }
 
+const ACCOUNTS = 1_000_000;
+/** The seeded accounts' addresses end so: how they are told from the projects' seeded users. */
+const ACCOUNT_DOMAIN = '@million.example';
+
+/**
+ * Adds 1,000,000 accounts in one statement each (a generated series): usernames of 8 random hex
+ * digits and the account's number, so a two-character prefix matches about 1 in 256 of them
+ * (some 3,900), created one second apart. Kept between runs; added again when short.
+ */
+async function ensureAccounts(databaseUrl: string): Promise<void> {
+  const database = openDatabase(loadConfig({ DATABASE_URL: databaseUrl }).database);
+  try {
+    const { db } = database;
+    await migrateToLatest(db);
+    const { n } = await db
+      .selectFrom('users')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('email', 'like', `%${ACCOUNT_DOMAIN}`)
+      .executeTakeFirstOrThrow();
+    if (Number(n) === ACCOUNTS) {
+      if (dialectOf(db) === 'postgres') await sql`vacuum analyze users`.execute(db);
+      return;
+    }
+    process.stderr.write(`adding ${ACCOUNTS} accounts to ${databaseUrl}…\n`);
+    await db.deleteFrom('users').where('email', 'like', `%${ACCOUNT_DOMAIN}`).execute();
+    const start = Date.UTC(2020, 0, 1);
+    if (dialectOf(db) === 'postgres') {
+      await sql`insert into users (user_id, created_at, username, email)
+        select gen_random_uuid()::text, ${start}::bigint + i * 1000, substr(md5(i::text), 1, 8) || i,
+          'acct' || i || ${ACCOUNT_DOMAIN}
+        from generate_series(1, ${ACCOUNTS}::int) as i`.execute(db);
+      await sql`vacuum analyze users`.execute(db);
+    } else {
+      await sql`with recursive n(i) as (select 1 union all select i + 1 from n where i < ${ACCOUNTS})
+        insert into users (user_id, created_at, username, email)
+        select lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' || substr(hex(randomblob(2)), 2) || '-8'
+            || substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6))),
+          ${start} + i * 1000, lower(hex(randomblob(4))) || i, 'acct' || i || ${ACCOUNT_DOMAIN}
+        from n`.execute(db);
+      await sql`analyze`.execute(db);
+    }
+  } finally {
+    await database.close();
+  }
+}
+
+/** A signed-in operator (two-step on, as the console needs): the Cookie header of its browser sign-in. */
+async function operatorCookie(databaseUrl: string): Promise<string> {
+  const database = openDatabase(loadConfig({ DATABASE_URL: databaseUrl }).database);
+  try {
+    const { db } = database;
+    const username = 'bench-operator';
+    let row = await db.selectFrom('users').select('user_id').where('username', '=', username).executeTakeFirst();
+    if (!row) {
+      row = { user_id: crypto.randomUUID() };
+      await db
+        .insertInto('users')
+        .values({
+          user_id: row.user_id,
+          created_at: Date.now(),
+          username,
+          email: 'bench-operator@bench.example',
+          totp_secret: 'GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ',
+          operator: 1,
+        })
+        .execute();
+    }
+    const { token } = await createWebSession(db, row.user_id, false);
+    return `sid=${token}`;
+  } finally {
+    await database.close();
+  }
+}
+
+/** The two-character prefixes the search case rotates through (each matches some 3,900 accounts). */
+const PREFIXES = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
+
 export interface LargeRow extends Figures {
   name: string;
   ratio: number;
@@ -113,12 +193,23 @@ export interface LargeRow extends Figures {
 }
 
 /** Latency is measured with one connection: queueing behind other connections would hide the query's own time. */
-export async function largeListCases(options: { seconds: number }): Promise<LargeRow[]> {
+export async function largeListCases(options: {
+  seconds: number;
+  wanted: (name: string) => boolean;
+}): Promise<LargeRow[]> {
   const rows: LargeRow[] = [];
+  // A server on PostgreSQL needs a secrets key; the servers started here inherit this one.
+  process.env.SECRETS_KEY ??= randomBytes(32).toString('base64');
   for (const [label, databaseUrl] of [
     ['SQLite', `sqlite:${SQLITE_PATH}`],
     ['PostgreSQL', POSTGRES_URL],
   ] as const) {
+    const searchName = `${label}, 1M accounts: console account search by prefix (GET /admin/users?q=, 2 characters, 50 a page)`;
+    if (options.wanted(searchName)) rows.push(await accountSearchCase(label, databaseUrl, searchName, options.seconds));
+    const projectNames = [1, 40].map(
+      (page) => `${label}, 1M projects: list page ${page} (title filter "e", sorted by title, 20 a page)`,
+    );
+    if (!projectNames.some(options.wanted)) continue;
     await ensureSeeded(databaseUrl);
     const accessToken = await tokenOfASeededUser(databaseUrl);
     const server = await startProcess(
@@ -148,4 +239,35 @@ export async function largeListCases(options: { seconds: number }): Promise<Larg
     }
   }
   return rows;
+}
+
+/** The console's account search on 1,000,000 accounts, as a signed-in operator, a different prefix each request. */
+async function accountSearchCase(label: string, databaseUrl: string, name: string, seconds: number): Promise<LargeRow> {
+  if (databaseUrl.startsWith('sqlite:')) mkdirSync('bench/data', { recursive: true });
+  else if (!(await postgresDatabaseExists(databaseUrl))) await recreatePostgresDatabase(databaseUrl);
+  await ensureAccounts(databaseUrl);
+  const cookie = await operatorCookie(databaseUrl);
+  const server = await startProcess(
+    'src/server.ts',
+    { DATABASE_URL: databaseUrl, BASE_URL: `https://${BENCH_HOST}`, LOG_LEVEL: 'info' },
+    '/healthz',
+  );
+  try {
+    const headers = { cookie };
+    const probe = await fetch(`${server.url}/admin/users?q=a7`, { headers });
+    const text = await probe.text();
+    if (!probe.ok || !text.includes('rel="next"'))
+      throw new Error(`the account search answered ${probe.status} on ${label}: ${text.slice(0, 300)}`);
+    let turn = 0;
+    const load = {
+      path: '/admin/users?q=a7',
+      headers,
+      next: () => ({ path: `/admin/users?q=${PREFIXES[turn++ % PREFIXES.length]}` }),
+    };
+    await measure(server.url, load, { seconds: 1, connections: 1 });
+    const figures = await measure(server.url, load, { seconds, connections: 1 });
+    return { name, connections: 1, ratio: 0, ...figures };
+  } finally {
+    await server.stop();
+  }
 }

@@ -621,7 +621,7 @@ if (!values['skip-standard']) {
     await stopReferences();
   }
 }
-if (values.large) rows.push(...(await largeListCases({ seconds })));
+if (values.large) rows.push(...(await largeListCases({ seconds, wanted })));
 const after = await helloWorld();
 const hello = Math.round((before.requestsPerSecond + after.requestsPerSecond) / 2);
 judge(rows, hello);

@@ -1,4 +1,4 @@
-import { type Kysely, sql } from 'kysely';
+import { type ExpressionBuilder, type Kysely, type RawBuilder, sql } from 'kysely';
 import { dialectOf, startsWith } from '../db/dialect.ts';
 import type { Schema } from '../db/schema.ts';
 import { isUuid, normalizeUuid } from '../http/uuid.ts';
@@ -58,7 +58,7 @@ function toSummary(row: SummaryRow): AccountSummary {
 /** The keyset cursor of a page's last account: its creation time and id. */
 const cursorOf = (account: AccountSummary) => `${account.createdAt}.${account.userId}`;
 
-function parseCursor(cursor: string): { createdAt: number; userId: string } | undefined {
+function parseCursor(cursor: string): Cursor | undefined {
   const dot = cursor.indexOf('.');
   const createdAt = Number(cursor.slice(0, dot));
   const userId = cursor.slice(dot + 1);
@@ -84,6 +84,10 @@ export async function listAccounts(
   if (query.after && !after) throw new InvalidListQuery('after is not a cursor this list gave');
   const search = (query.search ?? '').trim().toLowerCase();
   if (search.length > MAX_SEARCH_LENGTH || search.includes('\u0000')) return { accounts: [], next: undefined };
+  if (search !== '') {
+    const found = await searchByIndexes(db, search, query.state, after, limit);
+    if (found) return found;
+  }
   const dialect = dialectOf(db);
   let select = db.selectFrom('users').select(summaryColumns);
   if (search !== '')
@@ -92,20 +96,85 @@ export async function listAccounts(
     );
   if (query.state === 'active') select = select.where('locked_at', 'is', null);
   else if (query.state === 'locked') select = select.where('locked_at', 'is not', null);
-  if (after)
-    select = select.where((eb) =>
-      eb.or([
-        eb('created_at', '<', after.createdAt),
-        eb.and([eb('created_at', '=', after.createdAt), eb('user_id', '<', after.userId)]),
-      ]),
-    );
+  if (after) select = select.where((eb) => before(eb, after));
   const rows = await select
     .orderBy('created_at', 'desc')
     .orderBy('user_id', 'desc')
     .limit(limit + 1)
     .execute();
-  const accounts = rows.slice(0, limit).map(toSummary);
-  return { accounts, next: rows.length > limit ? cursorOf(accounts[accounts.length - 1]!) : undefined };
+  return pageOf(rows.map(toSummary), limit);
+}
+
+type Cursor = { createdAt: number; userId: string };
+
+/** Rows older than the cursor's, in the list's order (created_at, then user_id, both descending). */
+const before = (eb: ExpressionBuilder<Schema, 'users'>, after: Cursor) =>
+  eb.or([
+    eb('created_at', '<', after.createdAt),
+    eb.and([eb('created_at', '=', after.createdAt), eb('user_id', '<', after.userId)]),
+  ]);
+
+const pageOf = (accounts: AccountSummary[], limit: number) => {
+  const page = accounts.slice(0, limit);
+  return { accounts: page, next: accounts.length > limit ? cursorOf(page[page.length - 1]!) : undefined };
+};
+
+/**
+ * Up to this many matches of a prefix are ordered from the search indexes alone (migration 025);
+ * a prefix that matches more is common enough that walking the newest accounts finds a page soon.
+ */
+const SEARCH_CANDIDATES = 20_000;
+const ROWS_PER_READ = 500;
+
+/**
+ * A search page from the indexes that hold each prefix range with the creation time and id: the
+ * matches of both ranges (no row of the table read), ordered here, then the page's rows. Answers
+ * undefined when a range holds more than SEARCH_CANDIDATES matches (the caller walks the
+ * creation-time index instead, which soon finds a page of so common a prefix).
+ */
+async function searchByIndexes(
+  db: Kysely<Schema>,
+  search: string,
+  state: AccountState | undefined,
+  after: Cursor | undefined,
+  limit: number,
+): Promise<{ accounts: AccountSummary[]; next: string | undefined } | undefined> {
+  const dialect = dialectOf(db);
+  const range = async (expression: RawBuilder<unknown>, index: string) => {
+    // SQLite would take the unique index of the column alone and read every match's row for its
+    // creation time: it is told to use the search index, which holds the time and id.
+    const table = dialect === 'postgres' ? sql`users` : sql`users indexed by ${sql.raw(index)}`;
+    const older = after
+      ? sql`and (created_at < ${after.createdAt} or (created_at = ${after.createdAt} and user_id < ${after.userId}))`
+      : sql``;
+    const { rows } = await sql<{ created_at: number; user_id: string }>`select created_at, user_id from ${table}
+      where ${startsWith(dialect, expression, search)} ${older} limit ${SEARCH_CANDIDATES + 1}`.execute(db);
+    return rows;
+  };
+  const [byName, byAddress] = await Promise.all([
+    range(sql`lower(username)`, 'users_username_search'),
+    range(sql.ref('email'), 'users_email_search'),
+  ]);
+  if (byName.length > SEARCH_CANDIDATES || byAddress.length > SEARCH_CANDIDATES) return undefined;
+  const matches = new Map<string, number>();
+  for (const row of [...byName, ...byAddress]) matches.set(row.user_id, Number(row.created_at));
+  const ordered = [...matches].sort(([idA, atA], [idB, atB]) =>
+    atA !== atB ? atB - atA : idA < idB ? 1 : idA > idB ? -1 : 0,
+  );
+  const accounts: AccountSummary[] = [];
+  for (let start = 0; start < ordered.length && accounts.length <= limit; start += ROWS_PER_READ) {
+    const ids = ordered.slice(start, start + (state ? ROWS_PER_READ : limit + 1)).map(([id]) => id);
+    let select = db.selectFrom('users').select(summaryColumns).where('user_id', 'in', ids);
+    if (state === 'active') select = select.where('locked_at', 'is', null);
+    else if (state === 'locked') select = select.where('locked_at', 'is not', null);
+    const rows = new Map((await select.execute()).map((row) => [row.user_id, toSummary(row)]));
+    for (const id of ids) {
+      const account = rows.get(id);
+      if (account) accounts.push(account);
+    }
+    if (!state) break;
+  }
+  return pageOf(accounts, limit);
 }
 
 /** The account `who` names: its id, username (any case) or address; undefined when none does. */

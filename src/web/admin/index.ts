@@ -1,7 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import { sendNotFoundPage } from '../not-found-pages.ts';
 import { sendPage } from '../pages.ts';
+import { adminAppsPages } from './apps-pages.ts';
 import { operatorGate, operatorOf } from './operator-gate.ts';
+import { adminUsersPages } from './users-pages.ts';
 
 /**
  * The operator console at /admin (DESIGN "Operating a public service"). Every route registered
@@ -17,6 +19,9 @@ export async function adminConsole(web: FastifyInstance): Promise<void> {
     admin.get('/admin', async (request, reply) =>
       sendPage(reply, 'admin/home', { username: operatorOf(request).account.username, section: 'home' }),
     );
+
+    await admin.register(adminUsersPages);
+    await admin.register(adminAppsPages);
 
     // Unknown console addresses: operators get the 404 page too (others already got it from the gate).
     admin.get('/admin/*', { config: { unknownPaths: true } }, async (_request, reply) => sendNotFoundPage(reply));
