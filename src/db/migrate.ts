@@ -18,6 +18,7 @@ import * as m021 from './migrations/021_openid_connect.ts';
 import * as m022 from './migrations/022_account_lifecycle.ts';
 import * as m023 from './migrations/023_browser_sign_ins.ts';
 import * as m024 from './migrations/024_logout_outbox.ts';
+import * as m025 from './migrations/025_invitations_and_event_filters.ts';
 
 const migrations: Record<string, Migration> = {
   '001_users': m001,
@@ -38,6 +39,7 @@ const migrations: Record<string, Migration> = {
   '022_account_lifecycle': m022,
   '023_browser_sign_ins': m023,
   '024_logout_outbox': m024,
+  '025_invitations_and_event_filters': m025,
 };
 
 /** Brings the schema up to date; safe to run on every start and from several instances at once. */

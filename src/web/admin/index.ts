@@ -1,6 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { sendNotFoundPage } from '../not-found-pages.ts';
 import { sendPage } from '../pages.ts';
+import { eventsPages } from './events-pages.ts';
+import { invitationsPages } from './invitations-pages.ts';
 import { operatorGate, operatorOf } from './operator-gate.ts';
 
 /**
@@ -17,6 +19,9 @@ export async function adminConsole(web: FastifyInstance): Promise<void> {
     admin.get('/admin', async (request, reply) =>
       sendPage(reply, 'admin/home', { username: operatorOf(request).account.username, section: 'home' }),
     );
+
+    await admin.register(eventsPages);
+    await admin.register(invitationsPages);
 
     // Unknown console addresses: operators get the 404 page too (others already got it from the gate).
     admin.get('/admin/*', { config: { unknownPaths: true } }, async (_request, reply) => sendNotFoundPage(reply));
