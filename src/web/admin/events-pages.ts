@@ -146,12 +146,14 @@ function queryOf(typed: Typed, more: Record<string, string> = {}): string {
   return text === '' ? '' : `?${text}`;
 }
 
-const isoTime = (ms: number) => new Date(ms).toISOString().replace('.000Z', 'Z');
+/** A time as the page shows it: to the second, in UTC (the datetime attribute keeps the milliseconds). */
+const shownTime = (ms: number) => `${new Date(ms).toISOString().slice(0, 19).replace('T', ' ')} UTC`;
 
 function eventView(event: SecurityEvent) {
   return {
     kind: event.kind,
-    at: isoTime(event.createdAt),
+    at: new Date(event.createdAt).toISOString(),
+    shown: shownTime(event.createdAt),
     userId: event.userId,
     username: event.username,
     clientId: event.clientId,
