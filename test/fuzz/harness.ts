@@ -329,7 +329,7 @@ const OAUTH_ENDPOINTS = new Set([
   'POST /v4/userinfo',
 ]);
 /** Server-rendered pages: their errors are HTML pages (RP-initiated logout is one too). */
-const PAGE_PREFIXES = ['/login/', '/device', '/account', '/spawn', '/assets/', '/v4/logout'];
+const PAGE_PREFIXES = ['/login/', '/device', '/account', '/admin', '/spawn', '/assets/', '/v4/logout'];
 
 /**
  * The failures in one answer: a 5xx, missing X-Request-Id or nosniff, a body on a HEAD answer,
