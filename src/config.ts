@@ -18,7 +18,7 @@ const EnvSchema = Type.Object({
   WORKERS: Type.String({ pattern: '^(auto|[1-9][0-9]{0,2})$', default: '1' }),
   METRICS_TOKEN: Type.Optional(Type.String({ minLength: 1 })),
   LOG_LEVEL: Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], { default: 'info' }),
-  SIGN_UP: Type.Enum(['open', 'closed'], { default: 'open' }),
+  SIGN_UP: Type.Enum(['open', 'invite', 'closed'], { default: 'open' }),
   SMTP_URL: Type.Optional(Type.String({ pattern: '^smtps?://[^\\s]+$' })),
   MAIL_FROM: Type.Optional(Type.String({ minLength: 1 })),
   SECRETS_KEY: Type.Optional(Type.String({ minLength: 1 })),
@@ -48,8 +48,11 @@ export interface Config {
   workers: number;
   /** Bearer token that GET /metrics requires; undefined = no /metrics. */
   metricsToken: string | undefined;
-  /** SIGN_UP: whether anyone may create an account through the sign-up pages. */
-  signUp: 'open' | 'closed';
+  /**
+   * SIGN_UP: who may create an account through the sign-up pages: anyone (open), only people an
+   * operator invited (invite), or no one (closed).
+   */
+  signUp: 'open' | 'invite' | 'closed';
   /** SMTP_URL: outgoing mail server; undefined = every message is written to the log instead. */
   smtpUrl: string | undefined;
   /** MAIL_FROM: the sender of every message (an address, or `Name <address>`). */
@@ -95,7 +98,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     trustProxy: parseTrustProxy(parsed.TRUST_PROXY),
     workers: parsed.WORKERS === 'auto' ? availableParallelism() : Number(parsed.WORKERS),
     metricsToken: parsed.METRICS_TOKEN,
-    signUp: parsed.SIGN_UP as 'open' | 'closed',
+    signUp: parsed.SIGN_UP as Config['signUp'],
     smtpUrl: parsed.SMTP_URL,
     mailFrom: parseMailFrom(parsed.MAIL_FROM, url.hostname),
     backchannelRetryDelaysMs: parsed.BACKCHANNEL_LOGOUT_RETRY_DELAYS?.split(',').map((s) =>

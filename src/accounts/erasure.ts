@@ -30,7 +30,8 @@ export function scrubbedDetails(details: EventDetails, personal: readonly string
 
 /**
  * accounts/' part: the user's two-step backup codes, trusted devices, passkeys and their pending
- * challenges, browser sign-ins, verification requests (also those sent to its address), and the
+ * challenges, browser sign-ins, verification requests and invitations (also those sent to its
+ * address), and the
  * users row itself; its security events stay, with only the user id (details scrubbed).
  */
 export const ACCOUNTS_ERASER: AccountEraser = {
@@ -64,6 +65,10 @@ export const ACCOUNTS_ERASER: AccountEraser = {
     await trx.deleteFrom('web_sessions').where('user_id', '=', userId).execute();
     await trx.deleteFrom('verification_requests').where('user_id', '=', userId).execute();
     if (user?.email) await trx.deleteFrom('verification_requests').where('address', '=', user.email).execute();
+    // The invitation the account signed up with (it holds the address); invitations it sent as an
+    // operator keep working, without saying who sent them.
+    if (user?.email) await trx.deleteFrom('invitations').where('email', '=', user.email).execute();
+    await trx.updateTable('invitations').set({ invited_by: null }).where('invited_by', '=', userId).execute();
     await trx.deleteFrom('users').where('user_id', '=', userId).execute();
   },
 };

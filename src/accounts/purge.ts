@@ -13,6 +13,8 @@ export const ACCOUNTS_EXPIRING_ROWS: readonly ExpiringRows[] = [
   { table: 'verification_requests', key: 'request_id', column: 'expires_at' },
   // The answers kept for repeated submits of a form (submit-tokens.ts).
   { table: 'submit_tokens', key: 'token_hash', column: 'expires_at' },
+  // Invitations to sign up, pending, revoked or used, when their 7 days are over.
+  { table: 'invitations', key: 'invitation_id', column: 'expires_at' },
   // Security events are kept for 90 days (DESIGN "Operations").
   { table: 'security_events', key: 'event_id', column: 'created_at', keepMs: 90 * DAY_MS },
 ];

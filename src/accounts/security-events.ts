@@ -42,6 +42,7 @@ export const SECURITY_EVENT_KINDS = [
   'application_restored',
   'data_exported',
   'web_session_ended',
+  'invitation_sent',
 ] as const;
 
 export type SecurityEventKind = (typeof SECURITY_EVENT_KINDS)[number];

@@ -13,6 +13,7 @@ import {
   insertAccount,
   storePasswordHash,
 } from './accounts.ts';
+import { claimInvitation, findInvitation, type InvitationEnd, releaseInvitation } from './invitations.ts';
 import { passwordRefusal } from './password-rules.ts';
 import { hashPassword } from './passwords.ts';
 import { type NewSecurityEvent, recordSecurityEvent } from './security-events.ts';
@@ -148,6 +149,59 @@ export async function completeSignUp(
     data: { username: username.value, accountLink: `${ctx.links.baseUrl}/account` },
   });
   return { kind: 'created', userId, account: await findAccount(db, userId), returnTo: request.return_to };
+}
+
+export type InvitedSignUpOutcome =
+  | { kind: 'created'; userId: string; account: Account | undefined }
+  | Invalid<'username' | 'password'>
+  | { kind: 'username taken' }
+  | { kind: 'email taken' }
+  /** The link no longer works: used (perhaps by a simultaneous submit), revoked, expired or unknown. */
+  | { kind: 'ended'; why: InvitationEnd };
+
+/**
+ * Creates the account of an invitation's link (SIGN_UP=invite): the link proves the address, so
+ * only the username and password are asked, under the same rules as completeSignUp. The
+ * invitation is claimed first (one conditional UPDATE: of two simultaneous submits, one creates
+ * the account, the other finds it used); should creating the account fail (a name taken
+ * meanwhile), it is given back. Records signed_up with the invitation's id.
+ */
+export async function completeInvitedSignUp(
+  ctx: SelfServiceContext,
+  input: { invitationToken: string; username: string; password: string },
+): Promise<InvitedSignUpOutcome> {
+  const { db } = ctx;
+  const found = await findInvitation(db, input.invitationToken);
+  if (found.kind !== 'pending') return { kind: 'ended', why: found.kind };
+  const username = checkUsername(input.username);
+  if (!username.ok) return { kind: 'invalid', field: 'username', message: username.reason };
+  const refusal = await passwordRefusal(input.password, [username.value, found.invitation.email]);
+  if (refusal !== undefined) return { kind: 'invalid', field: 'password', message: `${refusal}.` };
+  if (await findAccountByLogin(db, username.value)) return { kind: 'username taken' };
+  if (await findAccountByLogin(db, found.invitation.email)) return { kind: 'email taken' };
+  const claimed = await claimInvitation(db, input.invitationToken);
+  if (!claimed) {
+    const now = await findInvitation(db, input.invitationToken);
+    return { kind: 'ended', why: now.kind === 'pending' ? 'used' : now.kind };
+  }
+  let userId: string;
+  try {
+    userId = await insertAccount(
+      db,
+      { username: username.value, email: claimed.email, password: input.password },
+      ctx.secrets,
+    );
+  } catch (error) {
+    await releaseInvitation(db, claimed.invitationId);
+    if (!(error instanceof AccountError) && !isUniqueViolation(error)) throw error;
+    return (await findAccountByLogin(db, username.value)) ? { kind: 'username taken' } : { kind: 'email taken' };
+  }
+  await record(ctx, { kind: 'signed_up', userId, details: { invitation_id: claimed.invitationId } });
+  await ctx.send(claimed.email, {
+    kind: 'welcome',
+    data: { username: username.value, accountLink: `${ctx.links.baseUrl}/account` },
+  });
+  return { kind: 'created', userId, account: await findAccount(db, userId) };
 }
 
 export type ResetRefusal = Invalid<'password'> | Wrong | Limited;

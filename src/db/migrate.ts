@@ -19,6 +19,7 @@ import * as m022 from './migrations/022_account_lifecycle.ts';
 import * as m023 from './migrations/023_browser_sign_ins.ts';
 import * as m024 from './migrations/024_logout_outbox.ts';
 import * as m025 from './migrations/025_account_search_indexes.ts';
+import * as m026 from './migrations/026_invitations_and_event_filters.ts';
 
 const migrations: Record<string, Migration> = {
   '001_users': m001,
@@ -40,6 +41,7 @@ const migrations: Record<string, Migration> = {
   '023_browser_sign_ins': m023,
   '024_logout_outbox': m024,
   '025_account_search_indexes': m025,
+  '026_invitations_and_event_filters': m026,
 };
 
 /** Brings the schema up to date; safe to run on every start and from several instances at once. */

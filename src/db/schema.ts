@@ -309,6 +309,20 @@ export interface PasskeyChallengesTable {
   expires_at: number;
 }
 
+/** An address an operator invited to sign up (SIGN_UP=invite), migration 026. */
+export interface InvitationsTable {
+  invitation_id: string;
+  /** Lowercased. */
+  email: string;
+  /** SHA-256 of the link's token (the token itself is only in the mail). */
+  token_hash: string;
+  invited_by: string | null;
+  created_at: number;
+  expires_at: number;
+  revoked_at: number | null;
+  used_at: number | null;
+}
+
 export interface Schema {
   users: UsersTable;
   mods: ModsTable;
@@ -332,4 +346,5 @@ export interface Schema {
   passkeys: PasskeysTable;
   passkey_challenges: PasskeyChallengesTable;
   verification_requests: VerificationRequestsTable;
+  invitations: InvitationsTable;
 }

@@ -21,6 +21,8 @@ export interface MailData {
   'email-change-link': { link: string };
   /** E-mail change: the notice sent to the old address. */
   'email-change-notice': { newEmailMasked: string };
+  /** An operator's invitation to sign up (SIGN_UP=invite): the single-use link (7 days). */
+  invitation: { link: string };
 }
 
 export type MailKind = keyof MailData;
@@ -34,6 +36,7 @@ export const MAIL_KINDS: { [Kind in MailKind]: { subject: string } } = {
   'password-changed': { subject: 'Your password was changed' },
   'email-change-link': { subject: 'Confirm your new e-mail address' },
   'email-change-notice': { subject: 'Your e-mail address is being changed' },
+  invitation: { subject: 'You are invited to create an account' },
 };
 
 const _isMailKind = (value: string): value is MailKind => Object.hasOwn(MAIL_KINDS, value);

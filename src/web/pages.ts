@@ -18,7 +18,7 @@ export function sendPage(
     .type('text/html; charset=utf-8')
     .send(
       renderPage(template, {
-        signUpOpen: reply.server.config.signUp !== 'closed',
+        signUpOpen: reply.server.config.signUp === 'open',
         submitToken: newSecret(),
         ...data,
         csrfToken: reply.generateCsrf(),

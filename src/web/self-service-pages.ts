@@ -11,6 +11,8 @@ import {
   proveByLink,
   type VerificationRequest,
 } from '../accounts/verification-requests.ts';
+import { completeInvitedSignUpPage, INVITATION_FIELD, showInvitedSignUp } from './invited-sign-up.ts';
+import { sendNotFoundPage } from './not-found-pages.ts';
 import { ACCOUNT_LOCKED, sendMessage, sendPage, tooManyAttempts, wrongCodeMessage } from './pages.ts';
 import {
   accountMailer,
@@ -18,6 +20,7 @@ import {
   countCodeRequest,
   field,
   flowToken,
+  invitationsAccepted,
   safeReturnTo,
   selfServiceContext,
   setFlowCookie,
@@ -109,11 +112,14 @@ export async function selfServicePages(web: FastifyInstance): Promise<void> {
     return seeOther(reply, `${purpose === 'sign_up' ? SIGN_UP : FORGOT}?resent`);
   }
 
-  // With SIGN_UP=closed the sign-up pages do not exist (404).
-  if (signUpOpen(web)) {
-    web.get<{ Querystring: { return_to?: unknown; restart?: unknown; resent?: unknown } }>(
+  // With SIGN_UP=closed the sign-up pages do not exist (404); with SIGN_UP=invite only an
+  // invitation's link and form do (invited-sign-up.ts), and the rest of the sign-up is 404.
+  if (invitationsAccepted(web)) {
+    web.get<{ Querystring: { return_to?: unknown; restart?: unknown; resent?: unknown; invitation?: unknown } }>(
       SIGN_UP,
       async (request, reply) => {
+        if (request.query.invitation !== undefined) return showInvitedSignUp(request, reply, request.query.invitation);
+        if (!signUpOpen(web)) return sendNotFoundPage(reply);
         const returnTo = safeReturnTo(request.query.return_to);
         if (request.query.restart === undefined) {
           const proven = await requestOf(request, 'sign_up', 'verified');
@@ -126,36 +132,51 @@ export async function selfServicePages(web: FastifyInstance): Promise<void> {
       },
     );
 
-    web.post<{ Body: Record<string, unknown> | undefined }>(SIGN_UP, csrf, async (request, reply) => {
-      if (await onlyOnce(request, reply)) return reply;
-      const returnTo = safeReturnTo(field(request, 'return_to'));
-      const email = checkEmailAddress(field(request, 'email'));
-      if (!email.ok)
-        return signUpPage(
-          reply,
-          // Shown as typed, however long: an address is refused, never cut.
-          { step: 'email', returnTo, email: field(request, 'email'), error: { email: email.reason } },
-          400,
-        );
-      const wait = await countCodeRequest(request, email.value);
-      if (wait > 0)
-        return signUpPage(
-          reply,
-          {
-            step: 'email',
-            returnTo,
-            email: email.value,
-            error: { email: tooManyAttempts(reply, 'requests for this address or from your network', wait) },
-          },
-          429,
-        );
-      const outcome = await requestCode(db(), send, links, { purpose: 'sign_up', address: email.value, returnTo });
-      if (outcome.kind === 'mail failed')
-        return signUpPage(reply, { step: 'email', returnTo, email: email.value, error: { email: MAIL_FAILED } }, 503);
-      setFlowCookie(request, reply, 'sign_up', outcome.flowToken);
-      return seeOther(reply, SIGN_UP);
-    });
+    // Without an invitation, the 404 comes before the CSRF check (as for any unknown page).
+    const invitedOrOpen = async (request: FormRequest, reply: FastifyReply) => {
+      if (!signUpOpen(web) && field(request, INVITATION_FIELD) === '') return sendNotFoundPage(reply);
+    };
+    web.post<{ Body: Record<string, unknown> | undefined }>(
+      SIGN_UP,
+      { preHandler: [invitedOrOpen, web.csrfProtection] },
+      async (request, reply) => {
+        if (field(request, INVITATION_FIELD) !== '') return completeInvitedSignUpPage(request, reply);
+        return emailSignUp(request, reply);
+      },
+    );
+  }
 
+  async function emailSignUp(request: FormRequest, reply: FastifyReply) {
+    if (await onlyOnce(request, reply)) return reply;
+    const returnTo = safeReturnTo(field(request, 'return_to'));
+    const email = checkEmailAddress(field(request, 'email'));
+    if (!email.ok)
+      return signUpPage(
+        reply,
+        // Shown as typed, however long: an address is refused, never cut.
+        { step: 'email', returnTo, email: field(request, 'email'), error: { email: email.reason } },
+        400,
+      );
+    const wait = await countCodeRequest(request, email.value);
+    if (wait > 0)
+      return signUpPage(
+        reply,
+        {
+          step: 'email',
+          returnTo,
+          email: email.value,
+          error: { email: tooManyAttempts(reply, 'requests for this address or from your network', wait) },
+        },
+        429,
+      );
+    const outcome = await requestCode(db(), send, links, { purpose: 'sign_up', address: email.value, returnTo });
+    if (outcome.kind === 'mail failed')
+      return signUpPage(reply, { step: 'email', returnTo, email: email.value, error: { email: MAIL_FAILED } }, 503);
+    setFlowCookie(request, reply, 'sign_up', outcome.flowToken);
+    return seeOther(reply, SIGN_UP);
+  }
+
+  if (signUpOpen(web)) {
     web.post<{ Body: Record<string, unknown> | undefined }>(`${SIGN_UP}/code`, csrf, async (request, reply) => {
       const outcome = await proveByCode(db(), 'sign_up', flowToken(request, 'sign_up'), field(request, 'code'));
       if (outcome.kind === 'ended') return signUpPage(reply, { step: 'email', error: { email: ENDED } }, 410);

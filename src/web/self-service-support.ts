@@ -32,8 +32,13 @@ export async function countCodeRequest(request: FastifyRequest, address: string)
   return attempt.retryAfterMs;
 }
 
-/** Whether people may create accounts (SIGN_UP, default open). */
+/** Whether anyone may create an account (SIGN_UP, default open): the sign-up by e-mail code. */
 export function signUpOpen(web: FastifyInstance): boolean {
+  return web.config.signUp === 'open';
+}
+
+/** Whether an operator's invitation opens the sign-up (SIGN_UP open or invite; closed: no sign-up at all). */
+export function invitationsAccepted(web: FastifyInstance): boolean {
   return web.config.signUp !== 'closed';
 }
 

@@ -171,7 +171,10 @@ describe('every route that takes a body', () => {
       'POST /v4/userinfo',
     ])
       assert.ok(found.has(expected), `${expected} is not among ${[...found].join(', ')}`);
-    assert.ok([...found].some((route) => route.startsWith('POST /admin')), 'the operator console');
+    assert.ok(
+      [...found].some((route) => route.startsWith('POST /admin')),
+      'the operator console',
+    );
   });
 
   for (const size of SIZES) {

@@ -346,7 +346,8 @@ export function problemsOf(method: string, path: string, answer: RawAnswer, head
   const bodylessOverflow = answer.status === 431 && answer.body.length === 0 && headBytes > 64 * 1024;
   if (answer.status >= 400 && method !== 'HEAD' && !bodylessOverflow) {
     const type = String(answer.headers['content-type'] ?? '');
-    const isPage = pathname === '/' || pathname === '/admin' || PAGE_PREFIXES.some((prefix) => pathname.startsWith(prefix));
+    const isPage =
+      pathname === '/' || pathname === '/admin' || PAGE_PREFIXES.some((prefix) => pathname.startsWith(prefix));
     if (isPage && type.startsWith('text/html')) return problems;
     if (!type.startsWith('application/json')) {
       problems.push(`error with Content-Type ${JSON.stringify(type)}`);

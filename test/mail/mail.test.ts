@@ -50,6 +50,7 @@ describe('through a real SMTP server', () => {
     'password-changed': { username: 'new-user' },
     'email-change-link': { link: `${base}/account/verify?token=${token}` },
     'email-change-notice': { newEmailMasked: 'n•••@example.org' },
+    invitation: { link: `${base}/account/sign-up?invitation=${token}` },
   };
 
   for (const kind of Object.keys(MAIL_KINDS) as MailKind[]) {

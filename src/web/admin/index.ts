@@ -2,6 +2,8 @@ import type { FastifyInstance } from 'fastify';
 import { sendNotFoundPage } from '../not-found-pages.ts';
 import { sendPage } from '../pages.ts';
 import { adminAppsPages } from './apps-pages.ts';
+import { eventsPages } from './events-pages.ts';
+import { invitationsPages } from './invitations-pages.ts';
 import { operatorGate, operatorOf } from './operator-gate.ts';
 import { adminUsersPages } from './users-pages.ts';
 
@@ -22,6 +24,8 @@ export async function adminConsole(web: FastifyInstance): Promise<void> {
 
     await admin.register(adminUsersPages);
     await admin.register(adminAppsPages);
+    await admin.register(eventsPages);
+    await admin.register(invitationsPages);
 
     // Unknown console addresses: operators get the 404 page too (others already got it from the gate).
     admin.get('/admin/*', { config: { unknownPaths: true } }, async (_request, reply) => sendNotFoundPage(reply));
