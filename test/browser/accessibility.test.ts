@@ -10,10 +10,10 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
-import { AxeBuilder } from '@axe-core/playwright';
 import type { Browser, Page } from 'playwright-core';
 import { newTotpSecret, totpCode } from '../../src/accounts/totp.ts';
 import {
+  axeViolations,
   clickAndLoad,
   DESKTOP,
   launchBrowser,
@@ -29,7 +29,6 @@ import type { TestServer } from '../helpers/server.ts';
 import { awayFromStepEdge, TOTP_STEP_MS } from '../helpers/totp.ts';
 
 /** WCAG 2.0, 2.1 and 2.2, levels A and AA (axe's tags; 2.2 adds target size at AA). */
-const WCAG_TAGS = ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa'];
 
 describe('accessibility of every page (axe-core, WCAG 2.2 AA) at phone and desktop widths', () => {
   let server: TestServer;
@@ -65,13 +64,7 @@ describe('accessibility of every page (axe-core, WCAG 2.2 AA) at phone and deskt
       ['desktop', DESKTOP],
     ] as const) {
       await page.setViewportSize(viewport);
-      const { violations } = await new AxeBuilder({ page }).withTags(WCAG_TAGS).setLegacyMode(true).analyze();
-      for (const violation of violations)
-        found.push(
-          `${name} (${width}): ${violation.id}: ${violation.help}\n${violation.nodes
-            .map((node) => `    ${node.target.join(' ')}: ${node.failureSummary?.replace(/\s+/g, ' ') ?? ''}`)
-            .join('\n')}`,
-        );
+      found.push(...(await axeViolations(page, `${name} (${width})`)));
       if (width === 'phone') {
         const { scrollWidth, split } = await page.evaluate(splitWords);
         if (scrollWidth > PHONE.width) found.push(`${name} (phone): the page scrolls sideways (${scrollWidth} px)`);

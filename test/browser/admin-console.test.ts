@@ -8,11 +8,11 @@
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
-import { AxeBuilder } from '@axe-core/playwright';
 import type { Browser, Page } from 'playwright-core';
 import { makeOperator } from '../../src/accounts/lifecycle.ts';
 import { newTotpSecret, totpCode } from '../../src/accounts/totp.ts';
 import {
+  axeViolations,
   clickAndLoad,
   DESKTOP,
   launchBrowser,
@@ -24,8 +24,6 @@ import {
 import { newAccount, newApp } from '../helpers/oauth.ts';
 import type { TestServer } from '../helpers/server.ts';
 import { awayFromStepEdge } from '../helpers/totp.ts';
-
-const WCAG_TAGS = ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa'];
 
 describe('the operator console in Chromium: screenshots and axe at phone and desktop widths', () => {
   let server: TestServer;
@@ -48,13 +46,7 @@ describe('the operator console in Chromium: screenshots and axe at phone and des
       ['desktop', DESKTOP],
     ] as const) {
       await page.setViewportSize(viewport);
-      const { violations } = await new AxeBuilder({ page }).withTags(WCAG_TAGS).setLegacyMode(true).analyze();
-      for (const violation of violations)
-        found.push(
-          `${name} (${width}): ${violation.id}: ${violation.help}\n${violation.nodes
-            .map((node) => `    ${node.target.join(' ')}: ${node.failureSummary?.replace(/\s+/g, ' ') ?? ''}`)
-            .join('\n')}`,
-        );
+      found.push(...(await axeViolations(page, `${name} (${width})`)));
       if (width === 'phone') {
         const scrollWidth = await page.evaluate(() => document.documentElement.scrollWidth);
         if (scrollWidth > PHONE.width) found.push(`${name} (phone): the page scrolls sideways (${scrollWidth} px)`);

@@ -7,12 +7,12 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { AxeBuilder } from '@axe-core/playwright';
 import type { Browser, Page } from 'playwright-core';
 import { makeOperator } from '../../src/accounts/lifecycle.ts';
 import { totpCode } from '../../src/accounts/totp.ts';
 import { uuidv7 } from '../../src/http/uuid.ts';
 import {
+  axeViolations,
   checkLayoutAndCapture,
   clickAndLoad,
   DESKTOP,
@@ -26,7 +26,6 @@ import { newAccount } from '../helpers/oauth.ts';
 import type { TestServer } from '../helpers/server.ts';
 import { awayFromStepEdge } from '../helpers/totp.ts';
 
-const WCAG_TAGS = ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa'];
 const SECRET = 'GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ';
 
 describe('console events and invitations in Chromium', () => {
@@ -88,11 +87,7 @@ describe('console events and invitations in Chromium', () => {
       ['desktop', DESKTOP],
     ] as const) {
       await page.setViewportSize(viewport);
-      const { violations } = await new AxeBuilder({ page }).withTags(WCAG_TAGS).setLegacyMode(true).analyze();
-      for (const violation of violations)
-        found.push(
-          `${name} (${width}): ${violation.id}: ${violation.help} ${violation.nodes.map((n) => n.target.join(' ')).join(', ')}`,
-        );
+      found.push(...(await axeViolations(page, `${name} (${width})`)));
     }
     assert.deepEqual(found, []);
   }

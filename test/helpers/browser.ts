@@ -157,3 +157,18 @@ export async function clickAndLoad(page: Page, button: Locator) {
   await page.waitForLoadState('domcontentloaded');
   return response;
 }
+
+/** The WCAG 2.2 AA rule sets every page is checked against (docs/decisions/0099). */
+const WCAG_TAGS = ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa'];
+
+/** axe-core's violations on the page as it is now, one line each (with the elements), labelled `label`. */
+export async function axeViolations(page: Page, label: string): Promise<string[]> {
+  const { AxeBuilder } = await import('@axe-core/playwright');
+  const { violations } = await new AxeBuilder({ page }).withTags(WCAG_TAGS).setLegacyMode(true).analyze();
+  return violations.map(
+    (violation) =>
+      `${label}: ${violation.id}: ${violation.help}\n${violation.nodes
+        .map((node) => `    ${node.target.join(' ')}: ${node.failureSummary?.replace(/\s+/g, ' ') ?? ''}`)
+        .join('\n')}`,
+  );
+}
