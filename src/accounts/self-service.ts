@@ -40,6 +40,8 @@ import { endOtherWebSessions } from './web-sessions.ts';
 export interface Links {
   /** BASE_URL, without a trailing slash. */
   baseUrl: string;
+  /** Whether anyone may sign up (SIGN_UP=open): only then does a message point to the sign-up page. */
+  signUpOpen?: boolean;
 }
 
 /**
@@ -91,7 +93,10 @@ export async function requestCode(
           input.address,
           account
             ? { kind: 'password-reset-code', data: { code: issued.code, link } }
-            : { kind: 'password-reset-unknown', data: { signUpLink: `${links.baseUrl}/account/sign-up` } },
+            : {
+                kind: 'password-reset-unknown',
+                data: { signUpLink: links.signUpOpen ? `${links.baseUrl}/account/sign-up` : null },
+              },
         );
   return outcome === 'sent' ? { kind: 'sent', flowToken: issued.flowToken } : { kind: 'mail failed' };
 }

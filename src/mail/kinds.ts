@@ -13,8 +13,11 @@ export interface MailData {
   welcome: { username: string; accountLink: string };
   /** Password reset: the code and the link (either works). */
   'password-reset-code': { code: string; link: string };
-  /** Password reset for an address without an account, so both answers take as long. */
-  'password-reset-unknown': { signUpLink: string };
+  /**
+   * Password reset for an address without an account, so both answers take as long. The sign-up
+   * link only while anyone may sign up (SIGN_UP=open).
+   */
+  'password-reset-unknown': { signUpLink: string | null };
   /** The password was changed (reset, account page or operator). */
   'password-changed': { username: string };
   /** E-mail change: the link, sent to the new address. */

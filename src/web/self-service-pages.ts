@@ -54,7 +54,7 @@ export async function selfServicePages(web: FastifyInstance): Promise<void> {
   const db = () => web.database.db;
   const csrf = { preHandler: web.csrfProtection };
   const send = accountMailer(web);
-  const links = { baseUrl: web.config.baseUrl };
+  const links = { baseUrl: web.config.baseUrl, signUpOpen: web.config.signUp === 'open' };
   const seeOther = (reply: FastifyReply, location: string) =>
     reply.code(303).header('location', location).header('cache-control', 'no-store').send();
 

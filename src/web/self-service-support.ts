@@ -56,7 +56,7 @@ export function selfServiceContext(request: FastifyRequest, page: string): SelfS
     ...accountContext(request, { page }),
     secrets: web.secrets,
     send: accountMailer(web),
-    links: { baseUrl: web.config.baseUrl },
+    links: { baseUrl: web.config.baseUrl, signUpOpen: web.config.signUp === 'open' },
   };
 }
 

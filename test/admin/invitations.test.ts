@@ -276,6 +276,51 @@ describe('invitations and SIGN_UP=invite', () => {
     await db().updateTable('web_sessions').set({ created_at: Date.now() }).where('user_id', '=', operatorId).execute();
   });
 
+  test('revoking with a sign-in older than 10 minutes asks again first and leaves the invitation pending', async () => {
+    const address = newAddress();
+    const link = await invite(address);
+    const row = await db().selectFrom('invitations').selectAll().where('email', '=', address).executeTakeFirstOrThrow();
+    const listed = await operator.fetch('/admin/invitations');
+    await db()
+      .updateTable('web_sessions')
+      .set({ created_at: Date.now() - 11 * 60_000 })
+      .where('user_id', '=', operatorId)
+      .execute();
+    try {
+      const answer = await operator.submitOn(
+        listed.text,
+        { revoke_invitation: row.invitation_id, submit_token: submitTokenOf(listed.text) },
+        /^\/admin\/invitations$/,
+      );
+      assert.match(answer.text, /action="\/account\/reauth"/);
+      const after = await db()
+        .selectFrom('invitations')
+        .select('revoked_at')
+        .where('invitation_id', '=', row.invitation_id)
+        .executeTakeFirstOrThrow();
+      assert.equal(after.revoked_at, null);
+      assert.equal((await new FormClient(server).fetch(link)).status, 200);
+    } finally {
+      await db()
+        .updateTable('web_sessions')
+        .set({ created_at: Date.now() })
+        .where('user_id', '=', operatorId)
+        .execute();
+    }
+  });
+
+  test('with SIGN_UP=invite a reset asked for an unknown address does not point to the sign-up', async () => {
+    const address = newAddress();
+    const stranger = new FormClient(server);
+    const asked = await stranger.submit('/account/forgot', { email: address });
+    assert.ok(asked.status === 303 || asked.status === 200, asked.text);
+    const mail = await mailbox.next(address);
+    assert.equal(mail.subject, 'Password reset requested');
+    assert.match(mail.text, /no account has it/);
+    assert.doesNotMatch(mail.text, /sign-up|Create an account/);
+    assert.doesNotMatch(mail.html, /sign-up|Create an account/);
+  });
+
   test('with SIGN_UP=invite the sign-up without an invitation is 404 and the sign-in page does not offer it', async () => {
     const stranger = new FormClient(server);
     const page = await stranger.fetch('/account/sign-up');

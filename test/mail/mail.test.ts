@@ -64,6 +64,7 @@ describe('through a real SMTP server', () => {
       assert.ok(message.text.trim().length > 40, message.text);
       assert.match(message.html, /^<!DOCTYPE html>/);
       for (const value of Object.values(samples[kind])) {
+        if (value === null) continue;
         assert.ok(message.text.includes(value), `the text part holds ${value}:\n${message.text}`);
         assert.ok(message.html.includes(value.replace(/&/g, '&#38;')), `the HTML part holds ${value}`);
       }

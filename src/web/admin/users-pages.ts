@@ -290,7 +290,11 @@ export async function adminUsersPages(admin: FastifyInstance): Promise<void> {
         break;
       case 'send_reset':
         outcome = await sendReset(
-          { ...ctx, send: accountMailer(admin), links: { baseUrl: admin.config.baseUrl } },
+          {
+            ...ctx,
+            send: accountMailer(admin),
+            links: { baseUrl: admin.config.baseUrl, signUpOpen: admin.config.signUp === 'open' },
+          },
           userId,
         );
         break;
