@@ -49,6 +49,8 @@ export function classQueries(definition: ClassDefinition, kind: Dialect) {
     const query = onClassTable(db).selectFrom(table);
     return visible ? query.where((eb) => visible(eb, caller)) : query;
   };
+  const filtersBySubstring = (form: ListForm) =>
+    form.filters.some((name) => definition.filters?.[name] === 'substring');
   const filtered = (db: Kysely<Schema>, values: Params, filters: readonly string[]) => {
     let rows = visibleRows(db, callerOf(values));
     for (const [index, name] of filters.entries()) {
@@ -80,7 +82,7 @@ export function classQueries(definition: ClassDefinition, kind: Dialect) {
           .orderBy(idColumn, form.direction)
           .limit(values.limit as number)
           .offset(values.offset as number),
-      { mayBeUnused, formKey: listFormKey },
+      { mayBeUnused, formKey: listFormKey, plannedPerRun: filtersBySubstring },
     );
   const byIdOf = (selected: typeof columnsWithoutScoped) =>
     reusableQuery(
@@ -97,10 +99,7 @@ export function classQueries(definition: ClassDefinition, kind: Dialect) {
   const count = reusableQuery(
     (db, values: Params, form: ListForm) =>
       filtered(db, values, form.filters).select((eb) => eb.fn.countAll<number>().as('total')),
-    {
-      mayBeUnused,
-      formKey: listFormKey,
-    },
+    { mayBeUnused, formKey: listFormKey, plannedPerRun: filtersBySubstring },
   );
   const existing = reusableQuery(
     (db, values: Params) =>

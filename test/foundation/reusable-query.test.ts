@@ -196,6 +196,40 @@ describe('reusableQuery', () => {
     }
   });
 
+  test('on PostgreSQL a form planned per run (a substring filter) is never a named statement; the other forms are', async () => {
+    const usersLike = reusableQuery(
+      (kysely: Kysely<Schema>, { pattern }: { pattern: string }, form: 'like' | 'equal') =>
+        kysely
+          .selectFrom('users')
+          .select('user_id')
+          .where('public_key', form === 'like' ? 'like' : '=', pattern)
+          .orderBy('user_id'),
+      { formKey: (form) => form, plannedPerRun: (form) => form === 'like' },
+    );
+    const { like, equal, texts } = await db.transaction().execute(async (trx) => {
+      const like = await usersLike(trx, { pattern: 'key %' }, 'like');
+      const equal = await usersLike(trx, { pattern: 'key 2' }, 'equal');
+      if (dialectOf(db) !== 'postgres') return { like, equal, texts: undefined };
+      const texts = (
+        await sql<{ statement: string }>`select statement from pg_prepared_statements`.execute(trx)
+      ).rows.map((row) => row.statement);
+      return { like, equal, texts };
+    });
+    assert.deepEqual(
+      like,
+      ids.map((user_id) => ({ user_id })),
+    );
+    assert.deepEqual(equal, [{ user_id: ids[2] }]);
+    if (texts) {
+      const mine = texts.filter((text) => text.startsWith('select "user_id" from "users" where "public_key"'));
+      assert.deepEqual(
+        mine,
+        ['select "user_id" from "users" where "public_key" = $1 order by "user_id"'],
+        `named statements: ${texts.join('; ')}`,
+      );
+    }
+  });
+
   test('a parameter used for anything but its value is refused when the query is first built', async () => {
     const transformed = reusableQuery((kysely: Kysely<Schema>, { id }: { id: string }) =>
       kysely.selectFrom('users').select('user_id').where('user_id', '=', `${id}-suffix`),
