@@ -10,6 +10,9 @@ export type Target =
   | { kind: 'req/s'; value: number }
   | { kind: 'at most'; value: number }
   | { kind: 'p99 at most times'; value: number; of: string }
+  /** Latency in milliseconds, for the one-connection rows of the large data sets. */
+  | { kind: 'p50 at most ms'; value: number }
+  | { kind: 'p99 under ms'; value: number }
   /** Not a target: the floor row `of` is measured around the case and shown beside it. */
   | { kind: 'beside floor'; of: string };
 

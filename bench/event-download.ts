@@ -4,7 +4,7 @@
 // 200 MiB. The data sets are kept between runs (bench/data/events.db and the bench_events
 // database) and rebuilt when short. Run alone: `npx tsx bench/event-download.ts`.
 import { createHash, randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { type Kysely, sql } from 'kysely';
 import pg from 'pg';
 import { createWebSession } from '../src/accounts/web-sessions.ts';
@@ -14,7 +14,7 @@ import { dialectOf } from '../src/db/dialect.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import type { Schema } from '../src/db/schema.ts';
 import { BENCH_HOST } from './fixtures.ts';
-import { productionStart, startProcess } from './processes.ts';
+import { serverUnderTest, startProcess } from './processes.ts';
 
 const EVENTS = 1_000_000;
 const SQLITE_PATH = 'bench/data/events.db';
@@ -133,16 +133,18 @@ async function download(url: string, cookie: string) {
   return { lines, bytes, seconds: (performance.now() - started) / 1000 };
 }
 
-export async function eventDownloadCases(): Promise<EventDownloadRow[]> {
-  const entry = process.env.BENCH_SERVER_ENTRY ?? (existsSync('dist/server.js') ? 'dist/server.js' : 'src/server.ts');
-  const start = entry.endsWith('.js') ? productionStart() : { env: {}, flags: [] };
+const downloadName = (label: string) =>
+  `${label}, 1M security events: /admin/events?format=jsonl streamed to an operator`;
+
+export async function eventDownloadCases(wanted: (name: string) => boolean = () => true): Promise<EventDownloadRow[]> {
+  const { entry, ...start } = serverUnderTest();
   const rows: EventDownloadRow[] = [];
   const only = process.env.BENCH_EVENTS_ONLY;
   for (const [label, databaseUrl] of [
     ['SQLite', `sqlite:${SQLITE_PATH}`],
     ['PostgreSQL', POSTGRES_URL],
   ] as const) {
-    if (only && only !== label) continue;
+    if ((only && only !== label) || !wanted(downloadName(label))) continue;
     const cookie = await prepare(databaseUrl);
     const server = await startProcess(
       entry,
@@ -163,7 +165,7 @@ export async function eventDownloadCases(): Promise<EventDownloadRow[]> {
       const result = await download(`${server.url}/admin/events?format=jsonl`, cookie);
       if (result.lines !== EVENTS) throw new Error(`${label}: the download held ${result.lines} lines, not ${EVENTS}`);
       rows.push({
-        name: `${label}, 1M security events: /admin/events?format=jsonl streamed to an operator`,
+        name: downloadName(label),
         events: result.lines,
         megabytes: Math.round(result.bytes / 1e6),
         seconds: Math.round(result.seconds * 10) / 10,

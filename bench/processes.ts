@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { closeSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 
 export interface Running {
@@ -65,6 +65,15 @@ export function productionStart(): { env: Record<string, string>; flags: string[
   );
   const flags = words.slice(node + 1).filter((word) => word.startsWith('-'));
   return { env, flags };
+}
+
+/**
+ * The server the bench measures: the production bundle (dist/server.js, when built) started as
+ * `npm start` starts it, else the sources under tsx; BENCH_SERVER_ENTRY names another entry point.
+ */
+export function serverUnderTest(): { entry: string; env: Record<string, string>; flags: string[] } {
+  const entry = process.env.BENCH_SERVER_ENTRY ?? (existsSync('dist/server.js') ? 'dist/server.js' : 'src/server.ts');
+  return { entry, ...(entry.endsWith('.js') ? productionStart() : { env: {}, flags: [] }) };
 }
 
 /**

@@ -8,7 +8,7 @@
 // in memory, SQLite and Redis on a SQLite run, in memory and PostgreSQL on a PostgreSQL run).
 // Redis is 127.0.0.1:6379 unless BENCH_REDIS_URL says otherwise; on PostgreSQL the service and the
 // peer each work in a fresh schema of the --database, dropped at the end (docs/benchmarks.md).
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -43,7 +43,7 @@ import { BENCH_HOST, legacyData, mintSecrets, projects } from './fixtures.ts';
 import { largeListCases } from './large-lists.ts';
 import { type Figures, type Load, measure } from './measure.ts';
 import { freshSchema } from './postgres-schema.ts';
-import { productionStart, type Running, startProcess } from './processes.ts';
+import { type Running, serverUnderTest, startProcess } from './processes.ts';
 import { GRANTS, noteFloorShares, tokenFloorRows } from './token-floors.ts';
 
 const { values } = parseArgs({
@@ -98,10 +98,12 @@ const HELLO = './bench/hello-world.ts';
 const FLOOR = './bench/floor-server.ts';
 const PEER = './bench/peer-oidc-provider.ts';
 const FLOOR_PATH = '/v1/user.php/00000000-0000-4000-8000-000000000000';
-/** The service as production runs it: the compiled JavaScript of `npm run build` (run by `npm ci`), else the sources under tsx. */
-const SERVER = process.env.BENCH_SERVER_ENTRY ?? (existsSync('dist/server.js') ? 'dist/server.js' : 'src/server.ts');
-/** The compiled server starts with the environment and node flags of `npm start` (memory settings, docs/decisions/0031-0034). */
-const START = SERVER.endsWith('.js') ? productionStart() : { env: {}, flags: [] };
+/**
+ * The service as production runs it: the compiled JavaScript of `npm run build` (run by `npm ci`),
+ * with the environment and node flags of `npm start` (memory settings, docs/decisions/0031-0034),
+ * else the sources under tsx.
+ */
+const { entry: SERVER, ...START } = serverUnderTest();
 // The server runs with its production settings, rate limits included, set high enough not to trip.
 const serverEnv = (databaseUrl: string, workshopTemplate: string) => ({
   DATABASE_URL: databaseUrl,
@@ -561,6 +563,14 @@ function verdictOf(target: Target, row: Row, value: number, byName: Map<string, 
       const times = row.p99 / base;
       return `p99 ${times.toFixed(1)} × alone (≤ ${target.value}): ${met(times <= target.value)}`;
     }
+    case 'p50 at most ms':
+      return row.p50 === undefined
+        ? undefined
+        : `p50 ${row.p50} ms (≤ ${target.value}): ${met(row.p50 <= target.value)}`;
+    case 'p99 under ms':
+      return row.p99 === undefined
+        ? undefined
+        : `p99 ${row.p99} ms (< ${target.value}): ${met(row.p99 < target.value)}`;
   }
 }
 
@@ -624,7 +634,7 @@ if (!values['skip-standard']) {
 }
 if (values.large) rows.push(...(await largeListCases({ seconds, wanted })));
 // The event log download is judged by the server's peak RSS, not by latency: a table of its own.
-const downloads = values.large ? await eventDownloadCases() : [];
+const downloads = values.large ? await eventDownloadCases(wanted) : [];
 const after = await helloWorld();
 const hello = Math.round((before.requestsPerSecond + after.requestsPerSecond) / 2);
 judge(rows, hello);

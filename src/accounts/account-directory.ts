@@ -127,10 +127,12 @@ const SEARCH_CANDIDATES = 20_000;
 const ROWS_PER_READ = 500;
 
 /**
- * A search page from the indexes that hold each prefix range with the creation time and id: the
- * matches of both ranges (no row of the table read), ordered here, then the page's rows. Answers
- * undefined when a range holds more than SEARCH_CANDIDATES matches (the caller walks the
- * creation-time index instead, which soon finds a page of so common a prefix).
+ * A search page from the indexes that hold each prefix range with the creation time and id: of
+ * each range, the database keeps the newest matches (no row of the table read but theirs) and
+ * answers their rows; the two are merged here. With a state to filter by, which only the rows
+ * hold, each range answers every match's time and id instead, read in order until a page is
+ * full. Answers undefined when a range holds more than SEARCH_CANDIDATES matches (the caller
+ * walks the creation-time index instead, which soon finds a page of so common a prefix).
  */
 async function searchByIndexes(
   db: Kysely<Schema>,
@@ -140,42 +142,58 @@ async function searchByIndexes(
   limit: number,
 ): Promise<{ accounts: AccountSummary[]; next: string | undefined } | undefined> {
   const dialect = dialectOf(db);
-  const range = async (expression: RawBuilder<unknown>, index: string) => {
+  const newest = state ? sql`` : sql`limit ${limit + 1}`;
+  const range = (expression: RawBuilder<unknown>, index: string) => {
     // SQLite would take the unique index of the column alone and read every match's row for its
     // creation time: it is told to use the search index, which holds the time and id.
     const table = dialect === 'postgres' ? sql`users` : sql`users indexed by ${sql.raw(index)}`;
     const older = after
       ? sql`and (created_at < ${after.createdAt} or (created_at = ${after.createdAt} and user_id < ${after.userId}))`
       : sql``;
-    const { rows } = await sql<{ created_at: number; user_id: string }>`select created_at, user_id from ${table}
-      where ${startsWith(dialect, expression, search)} ${older} limit ${SEARCH_CANDIDATES + 1}`.execute(db);
-    return rows;
+    // `matches` counts the range (up to the cap) before the newest are kept.
+    return sql`select * from (select created_at, user_id, count(*) over () as matches
+      from (select created_at, user_id from ${table} where ${startsWith(dialect, expression, search)} ${older}
+        limit ${SEARCH_CANDIDATES + 1}) as range_matches
+      order by created_at desc, user_id desc ${newest}) as ${sql.raw(index)}`;
   };
-  const [byName, byAddress] = await Promise.all([
-    range(sql`lower(username)`, 'users_username_search'),
-    range(sql.ref('email'), 'users_email_search'),
-  ]);
-  if (byName.length > SEARCH_CANDIDATES || byAddress.length > SEARCH_CANDIDATES) return undefined;
-  const matches = new Map<string, number>();
-  for (const row of [...byName, ...byAddress]) matches.set(row.user_id, Number(row.created_at));
-  const ordered = [...matches].sort(([idA, atA], [idB, atB]) =>
-    atA !== atB ? atB - atA : idA < idB ? 1 : idA > idB ? -1 : 0,
-  );
+  // Both ranges in one statement: each row says how many its range matched.
+  const both = sql`${range(sql`lower(username)`, 'users_username_search')}
+    union all ${range(sql.ref('email'), 'users_email_search')}`;
+  const tooCommon = (rows: { matches: number | string }[]) =>
+    rows.some((row) => Number(row.matches) > SEARCH_CANDIDATES);
+  if (!state) {
+    const columns = sql.join(summaryColumns.map((column) => sql.ref(`users.${column}`)));
+    const { rows } = await sql<SummaryRow & { matches: number }>`select ${columns}, newest.matches
+      from (${both}) as newest join users on users.user_id = newest.user_id`.execute(db);
+    if (tooCommon(rows)) return undefined;
+    const accounts = new Map(rows.map((row) => [row.user_id, toSummary(row)]));
+    return pageOf([...accounts.values()].sort(newestFirst), limit);
+  }
+  const { rows: all } = await sql<{ created_at: number; user_id: string; matches: number }>`${both}`.execute(db);
+  if (tooCommon(all)) return undefined;
+  const times = new Map(all.map((row) => [row.user_id, Number(row.created_at)]));
+  const ordered = [...times].map(([userId, createdAt]) => ({ userId, createdAt })).sort(newestFirst);
   const accounts: AccountSummary[] = [];
   for (let start = 0; start < ordered.length && accounts.length <= limit; start += ROWS_PER_READ) {
-    const ids = ordered.slice(start, start + (state ? ROWS_PER_READ : limit + 1)).map(([id]) => id);
-    let select = db.selectFrom('users').select(summaryColumns).where('user_id', 'in', ids);
-    if (state === 'active') select = select.where('locked_at', 'is', null);
-    else if (state === 'locked') select = select.where('locked_at', 'is not', null);
-    const rows = new Map((await select.execute()).map((row) => [row.user_id, toSummary(row)]));
+    const ids = ordered.slice(start, start + ROWS_PER_READ).map((match) => match.userId);
+    const rows = await db
+      .selectFrom('users')
+      .select(summaryColumns)
+      .where('user_id', 'in', ids)
+      .where('locked_at', state === 'active' ? 'is' : 'is not', null)
+      .execute();
+    const found = new Map(rows.map((row) => [row.user_id, toSummary(row)]));
     for (const id of ids) {
-      const account = rows.get(id);
+      const account = found.get(id);
       if (account) accounts.push(account);
     }
-    if (!state) break;
   }
   return pageOf(accounts, limit);
 }
+
+/** The list's order: creation time, then id, both descending. */
+const newestFirst = (a: Cursor, b: Cursor) =>
+  a.createdAt !== b.createdAt ? b.createdAt - a.createdAt : a.userId < b.userId ? 1 : a.userId > b.userId ? -1 : 0;
 
 /** The account `who` names: its id, username (any case) or address; undefined when none does. */
 export async function findAccountSummary(db: Kysely<Schema>, who: string): Promise<AccountSummary | undefined> {
