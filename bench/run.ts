@@ -64,7 +64,8 @@ if (values.help) {
   --connections <n>   connections per case (default 10)
   --only <text>       only the cases (and peer rows) whose name contains the text
   --database <url>    PostgreSQL (postgres://…, the database must exist) instead of a temp SQLite file
-  --large             add the 1,000,000-project list cases and the 1,000,000-event download (SQLite and PostgreSQL)
+  --large             add the large data sets' cases: 1,000,000 projects (list pages), 1,000,000 accounts (the
+                      console's search) and 1,000,000 security events (the download), on SQLite and PostgreSQL
   --skip-standard     leave out the standard cases (with --large: the large ones only)
   --skip-peer         leave out the node-oidc-provider peers and the token floors
 Results: stdout and bench/results/<time>-<database>.md. Environment: BENCH_REDIS_URL,
