@@ -142,6 +142,28 @@ describe('the accounts list', () => {
     assert.equal(names((await browser.fetch(`/admin/users?q=${tag}&state=active`)).text).length, 50);
   });
 
+  test('a prefix matching one account by username and others by address: one list, newest first, each once', async () => {
+    const { browser } = await operator();
+    const tag = `mx${Date.now().toString(36)}`;
+    const now = Date.now();
+    // Oldest to newest: by address only, by username only, by both, by address only.
+    const made = [
+      { username: `other${tag}a`, email: `${tag}a@example.org` },
+      { username: `${tag}b`, email: `other-${tag}b@example.org` },
+      { username: `${tag}c`, email: `${tag}c@example.org` },
+      { username: `other${tag}d`, email: `${tag}d@example.org` },
+    ];
+    for (const [i, account] of made.entries())
+      await db()
+        .insertInto('users')
+        .values({ user_id: randomUUID(), created_at: now + i, ...account })
+        .execute();
+    const page = await browser.fetch(`/admin/users?q=${tag.toUpperCase()}`);
+    assert.equal(page.status, 200, page.text);
+    const listed = [...page.text.matchAll(new RegExp(`>((?:other)?${tag}[a-d])</a>`, 'g'))].map((m) => m[1]);
+    assert.deepEqual(listed, [`other${tag}d`, `${tag}c`, `${tag}b`, `other${tag}a`]);
+  });
+
   test('bad input is a clear 400 page: a 10,000-character search, a bad cursor, a bad or repeated state', async () => {
     const { browser } = await operator();
     for (const query of [
